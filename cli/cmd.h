@@ -1,0 +1,25 @@
+/* cmd — one odsim sub-command per cli/cmd_NAME.c file.
+ *
+ * Each file defines `const cmd_t cmd_NAME = {...}`; the Makefile generates the table from the file
+ * names, so adding a command touches no shared file. A command returns the process exit status:
+ * 0 success, 1 a failure it reported on stderr, 2 bad usage. */
+#ifndef ODSIM_CLI_CMD_H
+#define ODSIM_CLI_CMD_H
+
+typedef struct cmd {
+    const char *name;     /* what users type: `odsim NAME ...` */
+    const char *summary;  /* one line for `odsim --help` */
+    const char *usage;    /* full usage text for `odsim NAME --help` */
+    int (*main)(int argc, char **argv); /* argv[0] is the command name */
+} cmd_t;
+
+extern const cmd_t *const cmd_table[];
+
+/* Prints "odsim NAME: message" to stderr (printf-style) and returns 1. */
+int cmd_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the usage of c and "odsim NAME: message" to stderr and returns 2. */
+int cmd_usage_error(const cmd_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when s is "--help" or "-h". */
+int cmd_is_help(const char *s);
+
+#endif

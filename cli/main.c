@@ -1,0 +1,69 @@
+/* odsim — entry point: dispatches to the sub-commands in cli/cmd_*.c. */
+#include <gsl/gsl_errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+
+int cmd_fail(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "odsim %s: ", name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cmd_usage_error(const cmd_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "odsim %s: ", c->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s", c->usage);
+    return 2;
+}
+
+int cmd_is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-h"); }
+
+static void print_help(FILE *fp)
+{
+    fprintf(fp, "odsim %s — discrete-event simulator of offloaded LLM decode\n\n"
+                "usage: odsim COMMAND [ARGS]   (odsim COMMAND --help for details)\n\n",
+            ODSIM_VERSION);
+    for (const cmd_t *const *c = cmd_table; *c; c++) fprintf(fp, "  %-10s %s\n", (*c)->name, (*c)->summary);
+    fprintf(fp, "\n  --version  print the version and the git commit it was built from\n");
+}
+
+int main(int argc, char **argv)
+{
+    /* GSL's default handler aborts; every GSL status is checked where it is returned. */
+    gsl_set_error_handler_off();
+    if (argc < 2) {
+        print_help(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("odsim %s (%s)\n", ODSIM_VERSION, ODSIM_GIT_REV);
+        return 0;
+    }
+    if (cmd_is_help(argv[1])) {
+        print_help(stdout);
+        return 0;
+    }
+    for (const cmd_t *const *c = cmd_table; *c; c++) {
+        if (strcmp((*c)->name, argv[1])) continue;
+        if (argc > 2 && cmd_is_help(argv[2])) {
+            fputs((*c)->usage, stdout);
+            return 0;
+        }
+        return (*c)->main(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "odsim: unknown command '%s'\n", argv[1]);
+    print_help(stderr);
+    return 2;
+}

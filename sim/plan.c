@@ -1,0 +1,186 @@
+#include "sim/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void plan_init(plan_t *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void plan_free(plan_t *p)
+{
+    free(p->ops);
+    free(p->deps);
+    memset(p, 0, sizeof *p);
+}
+
+void plan_reset(plan_t *p, plan_phase_t phase, uint32_t tokens)
+{
+    p->n_ops = 0;
+    p->n_deps = 0;
+    p->phase = phase;
+    p->tokens = tokens;
+    p->graph_launch_ps = 0;
+}
+
+static int grow(void **buf, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap) return ERR_OK;
+    uint32_t ncap = *cap ? *cap : 16;
+    while (ncap < need) ncap *= 2;
+    void *nb = realloc(*buf, (size_t)ncap * elem);
+    if (!nb) return ERR_NOMEM;
+    *buf = nb;
+    *cap = ncap;
+    return ERR_OK;
+}
+
+static int check_cost(const plan_cost_t *c, uint32_t id, err_t *e)
+{
+    if (!(c->work >= 0) || !isfinite(c->work))
+        return err_set(e, ERR_INVAL, "plan op %u: work %g is negative or not finite", id, c->work);
+    if (!(c->cap_rate >= 0) || !isfinite(c->cap_rate))
+        return err_set(e, ERR_INVAL, "plan op %u: rate cap %g is negative or not finite", id, c->cap_rate);
+    if (c->latency_ps < 0) return err_set(e, ERR_INVAL, "plan op %u: negative latency", id);
+    return ERR_OK;
+}
+
+static int check_op(const plan_op_t *op, uint32_t id, err_t *e)
+{
+    if (op->n_uses > PLAN_MAX_USES)
+        return err_set(e, ERR_INVAL, "plan op %u: %u uses, at most %d", id, op->n_uses, PLAN_MAX_USES);
+    if (op->exec > PLAN_EXEC_CPU) return err_set(e, ERR_INVAL, "plan op %u: unknown executor %u", id, op->exec);
+    for (uint32_t i = 0; i < op->n_uses; i++) {
+        if (op->uses[i].res < 0) return err_set(e, ERR_INVAL, "plan op %u: use %u names no resource", id, i);
+        if (!(op->uses[i].coef > 0) || !isfinite(op->uses[i].coef))
+            return err_set(e, ERR_INVAL, "plan op %u: use %u has coefficient %g (must be > 0)", id, i, op->uses[i].coef);
+    }
+    if (op->weight < 0 || !isfinite(op->weight)) return err_set(e, ERR_INVAL, "plan op %u: negative weight", id);
+    if (op->launch_ps < 0) return err_set(e, ERR_INVAL, "plan op %u: negative launch time", id);
+    int rc = check_cost(&op->cost, id, e);
+    if (rc) return rc;
+    if (op->cost.work > 0 && op->n_uses == 0 && op->cost.cap_rate == 0 && !op->cost_fn)
+        return err_set(e, ERR_INVAL, "plan op %u: work %g crosses no resource and has no rate cap", id, op->cost.work);
+    return ERR_OK;
+}
+
+int plan_add(plan_t *p, const plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id, err_t *e)
+{
+    uint32_t nid = p->n_ops;
+    int rc = check_op(op, nid, e);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < n_deps; i++)
+        if (deps[i] >= nid) return err_set(e, ERR_INVAL, "plan op %u: dependency on op %u, not yet added", nid, deps[i]);
+    if (grow((void **)&p->ops, &p->cap_ops, nid + 1, sizeof *p->ops) ||
+        grow((void **)&p->deps, &p->cap_deps, p->n_deps + n_deps, sizeof *p->deps))
+        return err_set(e, ERR_NOMEM, "plan: out of memory");
+    plan_op_t *o = &p->ops[nid];
+    *o = *op;
+    o->dep_first = p->n_deps;
+    o->n_deps = n_deps;
+    if (n_deps) memcpy(p->deps + p->n_deps, deps, n_deps * sizeof *deps);
+    p->n_deps += n_deps;
+    p->n_ops++;
+    if (id) *id = nid;
+    return ERR_OK;
+}
+
+int plan_add_edge(plan_t *p, uint32_t pred, uint32_t succ, err_t *e)
+{
+    if (pred >= p->n_ops || succ >= p->n_ops)
+        return err_set(e, ERR_INVAL, "plan edge %u -> %u: no such op (plan has %u)", pred, succ, p->n_ops);
+    /* Ops are issued in id order (as a host thread issues CUDA work), so an edge must point forward;
+     * a backward edge would wait on work not yet issued and closes a cycle with issue order. */
+    if (pred >= succ) return err_set(e, ERR_CYCLE, "plan edge %u -> %u points backwards in issue order", pred, succ);
+    if (grow((void **)&p->deps, &p->cap_deps, p->n_deps + 1, sizeof *p->deps))
+        return err_set(e, ERR_NOMEM, "plan: out of memory");
+    /* Predecessor slices are laid out in op order: insert at the end of succ's, shift later ops. */
+    plan_op_t *s = &p->ops[succ];
+    uint32_t at = s->dep_first + s->n_deps;
+    memmove(p->deps + at + 1, p->deps + at, (p->n_deps - at) * sizeof *p->deps);
+    p->deps[at] = pred;
+    p->n_deps++;
+    s->n_deps++;
+    for (uint32_t i = succ + 1; i < p->n_ops; i++) p->ops[i].dep_first++;
+    return ERR_OK;
+}
+
+int plan_validate(const plan_t *p, err_t *e)
+{
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const plan_op_t *o = &p->ops[i];
+        int rc = check_op(o, i, e);
+        if (rc) return rc;
+        if ((uint64_t)o->dep_first + o->n_deps > p->n_deps)
+            return err_set(e, ERR_INVAL, "plan op %u: dependency slice out of range", i);
+        /* Work is issued in id order, so every predecessor must come earlier; anything else either
+         * closes a cycle or waits on work the host has not issued yet. */
+        for (uint32_t k = 0; k < o->n_deps; k++) {
+            uint32_t d = p->deps[o->dep_first + k];
+            if (d >= i) return err_set(e, ERR_CYCLE, "plan op %u depends on op %u, which is not issued before it (cycle)", i, d);
+        }
+    }
+    return ERR_OK;
+}
+
+void plan_totals(const plan_t *p, plan_totals_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const plan_op_t *o = &p->ops[i];
+        out->bytes_host += o->bytes_host;
+        out->bytes_hbm += o->bytes_hbm;
+        out->flops += o->flops;
+        for (uint32_t u = 0; u < o->n_uses; u++) out->work_by_res_sum += o->cost.work * o->uses[u].coef;
+    }
+    out->n_ops = p->n_ops;
+}
+
+/* Time of one op alone on an idle machine. */
+static int op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_t *e)
+{
+    plan_cost_t c = o->cost;
+    if (o->cost_fn) {
+        int rc = o->cost_fn(o->cost_model, 1, &c);
+        if (rc) return err_set(e, rc, "plan: cost model failed");
+    }
+    double rate = c.cap_rate > 0 ? c.cap_rate : INFINITY;
+    for (uint32_t u = 0; u < o->n_uses; u++) {
+        if ((size_t)o->uses[u].res >= sim_res_count(sim))
+            return err_set(e, ERR_INVAL, "plan: resource %d not in this simulator", o->uses[u].res);
+        double r = sim_res_capacity(sim, o->uses[u].res) / o->uses[u].coef;
+        if (r < rate) rate = r;
+    }
+    double t_s = (c.work > 0 && isfinite(rate)) ? c.work / rate : 0.0;
+    *out = c.latency_ps + (sim_ps_t)ceil(t_s * (double)SIM_PS_PER_S);
+    return ERR_OK;
+}
+
+int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t *out, err_t *e)
+{
+    *out = 0;
+    uint32_t n = p->n_ops;
+    if (!n) return ERR_OK;
+    int rc = plan_validate(p, e);
+    sim_ps_t *finish = rc ? NULL : calloc(n, sizeof *finish);
+    if (!rc && !finish) rc = err_set(e, ERR_NOMEM, "plan: out of memory");
+    /* Ops start in issue order on their stream (CUDA stream semantics) and after their predecessors,
+     * which a validated plan issues earlier: id order is a topological order. */
+    sim_ps_t stream_free[256] = {0};
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        const plan_op_t *o = &p->ops[i];
+        sim_ps_t start = stream_free[o->stream], alone = 0;
+        for (uint32_t k = 0; k < o->n_deps; k++) {
+            sim_ps_t f = finish[p->deps[o->dep_first + k]];
+            if (f > start) start = f;
+        }
+        rc = op_alone_ps(o, sim, &alone, e);
+        finish[i] = start + alone;
+        stream_free[o->stream] = finish[i];
+        if (finish[i] > *out) *out = finish[i];
+    }
+    free(finish);
+    return rc;
+}
