@@ -1,34 +1,9 @@
 /* odsim — entry point: dispatches to the sub-commands in cli/cmd_*.c. */
 #include <gsl/gsl_errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cmd.h"
-
-int cmd_fail(const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "odsim %s: ", name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return 1;
-}
-
-int cmd_usage_error(const cmd_t *c, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "odsim %s: ", c->name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n%s", c->usage);
-    return 2;
-}
-
-int cmd_is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-h"); }
 
 static void print_help(FILE *fp)
 {

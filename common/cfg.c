@@ -780,7 +780,8 @@ void cfg_params_describe(FILE *fp, const char *section, const cfg_param_t *param
     fprintf(fp, "%s:\n", section);
     for (size_t i = 0; i < n; i++) {
         const cfg_param_t *p = &params[i];
-        fprintf(fp, "  %-24s %-8s default %-12s", p->key, tname[p->type], p->dflt ? p->dflt : "(required)");
+        const char *dflt = p->dflt ? p->dflt : p->type == CFG_T_NODE ? "(section)" : "(required)";
+        fprintf(fp, "  %-24s %-8s default %-12s", p->key, tname[p->type], dflt);
         if (p->min <= p->max && p->type != CFG_T_ENUM) fprintf(fp, " [%g, %g]", p->min, p->max);
         if (p->type == CFG_T_ENUM) {
             fputs(" {", fp);

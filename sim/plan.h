@@ -170,7 +170,11 @@ typedef struct plan_provider_ops {
     /* Told when the plan built for req has completed (e.g. to flush a finished tail chunk's
      * bookkeeping); may be NULL. */
     int (*completed)(void *self, plan_env_t *env, const plan_request_t *req, err_t *e);
-    /* Releases the session's memory through env and frees self; may be NULL. */
+    /* Memory the session holds at `context_tokens` tokens (K/V, index, HBM tail, caches): HBM and
+     * host bytes. The engine takes the difference from its pools as the context grows, or the final
+     * size up front, by admission policy; may be NULL (the session holds nothing). */
+    int (*footprint)(void *self, uint64_t context_tokens, double *hbm_bytes, double *host_bytes, err_t *e);
+    /* Releases what the provider allocated itself through env and frees self; may be NULL. */
     void (*destroy)(void *self, plan_env_t *env);
 } plan_provider_ops_t;
 

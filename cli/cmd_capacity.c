@@ -1,0 +1,213 @@
+/* odsim capacity SCENARIO — per sweep point, the largest closed population of sessions that meets
+ * the SLO in at least 95% of replications, found by doubling then bisection, with what binds. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd.h"
+#include "cli/report.h"
+#include "cli/study.h"
+
+static int capacity_main(int argc, char **argv);
+
+const cmd_t cmd_capacity = {
+    "capacity", "largest number of concurrent sessions meeting the SLO, per sweep point",
+    "usage: odsim capacity SCENARIO.yaml [options]\n"
+    "  The workload must be a closed-population generator (workload.generator.arrival: closed): the\n"
+    "  search varies the population N (users, each running one agent session at a time). A point is\n"
+    "  feasible when the SLO holds in at least 95% of its replications.\n"
+    "  --set KEY=VALUE  override any scenario key (repeatable)\n"
+    "  --max N          largest population tried (default 4096)\n"
+    "  --json           results as JSON on stdout\n"
+    "  --out DIR        capacity.csv, capacity.json and a plot (SVG, PNG) of sessions per point\n"
+    "  --replications R override run.replications\n",
+    capacity_main};
+
+typedef struct cap_point {
+    uint32_t sessions;        /* largest feasible population (0: none) */
+    study_result_t *at;       /* result at that population (NULL when 0) */
+    study_result_t *beyond;   /* result at the first infeasible population tried (NULL: none) */
+    char *binding;            /* what stops the next session */
+    uint32_t runs;
+} cap_point_t;
+
+typedef struct cap_args {
+    const char *scenario, *out;
+    const char **sets;
+    size_t n_sets;
+    bool json;
+    long max, replications;
+} cap_args_t;
+
+/* Runs point i at population n; *ok tells whether the SLO held. Infeasible memory counts as a miss. */
+static int try_population(study_t *s, size_t i, uint32_t n, const cap_args_t *a, bool *ok, study_result_t **out, err_t *e)
+{
+    study_opts_t o = {.replications = (int)a->replications, .sessions = n};
+    *out = NULL;
+    int rc = study_run(s, i, &o, out, e);
+    if (rc == ERR_INFEASIBLE) {
+        *ok = false;
+        return ERR_OK;
+    }
+    if (rc) return rc;
+    *ok = (*out)->slo_met && !(*out)->evictions && !(*out)->rejected && !(*out)->waiting;
+    return ERR_OK;
+}
+
+static char *binding_of(const study_result_t *r, const err_t *infeasible)
+{
+    char buf[512];
+    if (!r) snprintf(buf, sizeof buf, "memory: %s", infeasible->msg);
+    else if (r->preemptions || r->waiting || r->admit_wait_p99_s > 0) snprintf(buf, sizeof buf, "memory (admission waits: HBM or host DRAM full)");
+    else snprintf(buf, sizeof buf, "%s", r->binding ? r->binding : "-");
+    return strdup(buf);
+}
+
+static void keep(study_result_t **slot, study_result_t *r)
+{
+    study_result_free(*slot);
+    *slot = r;
+}
+
+static int search(study_t *s, size_t i, const cap_args_t *a, cap_point_t *cp, err_t *e)
+{
+    uint32_t lo = 0, hi = 0; /* lo feasible (0 trivially), hi infeasible (0: none found yet) */
+    err_t why = {0};
+    for (uint32_t n = 1; n <= (uint32_t)a->max; n *= 2) {
+        bool ok;
+        study_result_t *r;
+        int rc = try_population(s, i, n, a, &ok, &r, &why);
+        cp->runs++;
+        if (rc) return *e = why, rc;
+        if (ok) { lo = n; keep(&cp->at, r); }
+        else { hi = n; keep(&cp->beyond, r); break; }
+    }
+    while (hi && hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        bool ok;
+        study_result_t *r;
+        int rc = try_population(s, i, mid, a, &ok, &r, &why);
+        cp->runs++;
+        if (rc) return *e = why, rc;
+        if (ok) { lo = mid; keep(&cp->at, r); }
+        else { hi = mid; keep(&cp->beyond, r); }
+    }
+    cp->sessions = lo;
+    cp->binding = hi ? binding_of(cp->beyond, &why) : strdup("none up to --max");
+    return cp->binding ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+}
+
+static int parse_args(int argc, char **argv, cap_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->max = 4096;
+    if (!(a->sets = calloc((size_t)argc, sizeof *a->sets))) return cmd_fail("capacity", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        char *end = NULL;
+        if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--set") && i + 1 < argc) a->sets[a->n_sets++] = argv[++i];
+        else if (!strcmp(o, "--out") && i + 1 < argc) a->out = argv[++i];
+        else if (!strcmp(o, "--max") && i + 1 < argc) {
+            a->max = strtol(argv[++i], &end, 10);
+            if (*end || a->max < 1 || a->max > 1000000) return cmd_usage_error(&cmd_capacity, "--max: expected 1..1000000, got '%s'", argv[i]);
+        } else if (!strcmp(o, "--replications") && i + 1 < argc) {
+            a->replications = strtol(argv[++i], &end, 10);
+            if (*end || a->replications < 1 || a->replications > 1000) return cmd_usage_error(&cmd_capacity, "--replications: expected 1..1000, got '%s'", argv[i]);
+        } else if (o[0] == '-' && o[1]) return cmd_usage_error(&cmd_capacity, "unknown option or missing value: '%s'", o);
+        else if (a->scenario) return cmd_usage_error(&cmd_capacity, "one scenario at a time");
+        else a->scenario = o;
+    }
+    return a->scenario ? 0 : cmd_usage_error(&cmd_capacity, "no scenario given");
+}
+
+static json_t *point_json(const study_t *s, size_t i, const cap_point_t *cp)
+{
+    json_t *o = json_pack("{s:s,s:I,s:s,s:I}", "point", study_point_label(s, i), "max_sessions", (json_int_t)cp->sessions,
+                          "binding", cp->binding, "simulations", (json_int_t)cp->runs);
+    if (o && cp->at) json_object_set_new(o, "at_capacity", report_json(s, i, cp->at));
+    return o;
+}
+
+static void print_text(const study_t *s, const cap_point_t *cps, size_t n)
+{
+    printf("%-48s %10s %12s %12s  %s\n", "point", "sessions", "step p99", "tok/s box", "binding at +1 session");
+    for (size_t i = 0; i < n; i++) {
+        const cap_point_t *c = &cps[i];
+        printf("%-48s %10u", study_point_label(s, i), c->sessions);
+        if (c->at) printf(" %10.3g ms %12.4g", c->at->step_p99_s.mean * 1e3, c->at->tps_total.mean);
+        else printf(" %12s %12s", "-", "-");
+        printf("  %s\n", c->binding);
+    }
+}
+
+static int write_out(const char *dir, const study_t *s, const cap_point_t *cps, size_t n, err_t *e)
+{
+    study_result_t **rs = calloc(n ? n : 1, sizeof *rs);
+    if (!rs) return err_set(e, ERR_NOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (cps[i].at) rs[m++] = cps[i].at;
+    int rc = m ? report_write_dir(dir, s, rs, m, e) : ERR_OK;
+    free(rs);
+    if (rc) return rc;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/capacity.csv", dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp) return err_set(e, ERR_IO, "%s: cannot create", path);
+    study_provenance(s, 0, fp, "#");
+    fputs("index,point,max_sessions,binding\n", fp);
+    for (size_t i = 0; i < n; i++) fprintf(fp, "%zu,\"%s\",%u,\"%s\"\n", i, study_point_label(s, i), cps[i].sessions, cps[i].binding);
+    if (fclose(fp)) return err_set(e, ERR_IO, "%s: write failed", path);
+    rc = report_gnuplot(dir, "capacity",
+                        "set datafile separator ','\nset style data histograms\nset style fill solid 0.6\n"
+                        "set ylabel 'largest population meeting the SLO'\nset xtics rotate by -30\nset key off\n"
+                        "set terminal svg size 1000,560 dynamic\nset output 'capacity.svg'\n"
+                        "plot 'capacity.csv' using 3:xtic(2) skip 1\n"
+                        "set terminal pngcairo size 1000,560\nset output 'capacity.png'\n"
+                        "plot 'capacity.csv' using 3:xtic(2) skip 1\n",
+                        e);
+    if (rc == ERR_NOTFOUND) {
+        fprintf(stderr, "odsim capacity: %s\n", e->msg);
+        rc = ERR_OK;
+    }
+    return rc;
+}
+
+static int capacity_main(int argc, char **argv)
+{
+    cap_args_t a;
+    int rc = parse_args(argc, argv, &a);
+    err_t e;
+    study_t *s = NULL;
+    if (!rc && study_open(a.scenario, a.sets, a.n_sets, &s, &e)) rc = cmd_fail("capacity", "%s", e.msg);
+    size_t n = s ? study_n_points(s) : 0;
+    cap_point_t *cps = rc ? NULL : calloc(n, sizeof *cps);
+    if (!rc && !cps) rc = cmd_fail("capacity", "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (isatty(2)) fprintf(stderr, "capacity: point %zu/%zu (%s)\n", i + 1, n, study_point_label(s, i));
+        if (search(s, i, &a, &cps[i], &e)) rc = cmd_fail("capacity", "point %zu (%s): %s", i, study_point_label(s, i), e.msg);
+    }
+    if (!rc && a.json) {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, point_json(s, i, &cps[i]));
+        char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+        json_decref(arr);
+        if (txt) puts(txt);
+        else rc = cmd_fail("capacity", "out of memory");
+        free(txt);
+    } else if (!rc) {
+        printf("odsim %s (%s): %s — closed population N, SLO met in >= 95%% of replications\n", ODSIM_VERSION, ODSIM_GIT_REV, a.scenario);
+        print_text(s, cps, n);
+    }
+    if (!rc && a.out && write_out(a.out, s, cps, n, &e)) rc = cmd_fail("capacity", "%s", e.msg);
+    for (size_t i = 0; cps && i < n; i++) {
+        study_result_free(cps[i].at);
+        study_result_free(cps[i].beyond);
+        free(cps[i].binding);
+    }
+    free(cps);
+    study_free(s);
+    free(a.sets);
+    return rc;
+}

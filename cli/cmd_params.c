@@ -1,0 +1,38 @@
+/* odsim params — every scenario, method, generator and hardware parameter with default and meaning. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "cli/study_cfg.h"
+#include "models/hwcat.h"
+#include "models/method.h"
+#include "traces/tracegen.h"
+
+static int params_main(int argc, char **argv);
+
+const cmd_t cmd_params = {
+    "params", "list every scenario, method, generator and hardware parameter with its default",
+    "usage: odsim params [scenario|method|generator|hardware]\n"
+    "  prints each parameter: key, type, default, range and meaning (all sections without argument)\n",
+    params_main};
+
+static int params_main(int argc, char **argv)
+{
+    if (argc > 2) return cmd_usage_error(&cmd_params, "one section at most");
+    const char *only = argc == 2 ? argv[1] : NULL;
+    static const char *const sections[] = {"scenario", "method", "generator", "hardware"};
+    bool known = !only;
+    for (size_t i = 0; i < 4 && only; i++) known |= !strcmp(only, sections[i]);
+    if (!known) return cmd_usage_error(&cmd_params, "unknown section '%s'", only);
+    if (!only || !strcmp(only, "scenario")) scn_describe(stdout);
+    if (!only || !strcmp(only, "method")) method_cfg_describe(stdout);
+    if (!only || !strcmp(only, "generator")) {
+        puts("workload.generator:");
+        tracegen_params_describe(stdout);
+    }
+    if (!only || !strcmp(only, "hardware")) {
+        puts("hardware (catalog parameters; override with hardware.set):");
+        hwcat_describe(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,500 @@
+/* odsim plan — the plan of one decode step (or prefill chunk) of one session alone on an idle machine:
+ * bytes per tier and path per layer and in total, pieces and their sizes, standalone time per op and
+ * for the step, the memory footprint, and which assumed or out-of-range parameters the numbers use. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "common/cfg.h"
+#include "models/calib.h"
+#include "models/cost.h"
+#include "models/footprint.h"
+#include "models/hwcat.h"
+#include "models/hwinst.h"
+#include "models/llm.h"
+#include "models/method.h"
+#include "models/opkind.h"
+#include "models/provider.h"
+#include "models/quality.h"
+#include "sim/plan.h"
+#include "sim/sim.h"
+
+extern const cmd_t cmd_plan;
+
+typedef struct plan_args {
+    const char *model, *method, *hw, *link, *calib, *catalog;
+    const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
+        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch;
+    uint64_t context;
+    uint32_t prefill;
+    int sessions;
+    bool json, have_context;
+} plan_args_t;
+
+/* Every value option: its flag, the method key it sets (NULL: not a method key), and its slot. */
+typedef struct opt {
+    const char *flag, *key;
+    size_t off;
+} opt_t;
+
+#define O(flag, key, field) {flag, key, offsetof(plan_args_t, field)}
+static const opt_t opts[] = {
+    O("--model", NULL, model), O("--method", "method", method), O("--hw", NULL, hw), O("--link", NULL, link),
+    O("--calib", NULL, calib), O("--catalog", NULL, catalog), O("--budget", "budget", budget), O("--k", "k", k),
+    O("--page", "page", page), O("--chunk", "chunk", chunk), O("--window", "window", window),
+    O("--placement", "placement", placement), O("--layout", "layout", layout), O("--select", "select", select),
+    O("--union", "union", union_f), O("--kv-dtype", "kv_dtype", kv_dtype), O("--weight-dtype", "weight_dtype", weight_dtype),
+    O("--fetch", "fetch", fetch), O("--index-fetch", "index_fetch", index_fetch),
+    O("--prefill-mode", "prefill", prefill_mode), O("--store", "store", store),
+    O("--k-from-planes", "k_from_planes", k_from_planes), O("--prefetch", "prefetch", prefetch),
+};
+#undef O
+#define N_OPTS (sizeof opts / sizeof opts[0])
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mult = 1;
+    if (*end == 'k' || *end == 'K') mult = 1024, end++;
+    else if (*end == 'M') mult = 1048576, end++;
+    if (end == s || *end || !(v >= 0) || v * mult > 1e15) return -1;
+    *out = (uint64_t)(v * mult);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, plan_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->hw = "h200-1";
+    a->sessions = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--json")) {
+            a->json = true;
+            continue;
+        }
+        if (i + 1 >= argc) return cmd_usage_error(&cmd_plan, "%s needs a value", f);
+        const char *v = argv[++i];
+        if (!strcmp(f, "--context")) {
+            if (parse_u64(v, &a->context)) return cmd_usage_error(&cmd_plan, "--context %s: expected a token count", v);
+            a->have_context = true;
+            continue;
+        }
+        if (!strcmp(f, "--prefill")) {
+            uint64_t t;
+            if (parse_u64(v, &t) || t < 1 || t > 1u << 24) return cmd_usage_error(&cmd_plan, "--prefill %s: expected tokens", v);
+            a->prefill = (uint32_t)t;
+            continue;
+        }
+        if (!strcmp(f, "--sessions")) {
+            uint64_t s;
+            if (parse_u64(v, &s) || s < 1 || s > 1000000) return cmd_usage_error(&cmd_plan, "--sessions %s", v);
+            a->sessions = (int)s;
+            continue;
+        }
+        size_t o = 0;
+        while (o < N_OPTS && strcmp(opts[o].flag, f)) o++;
+        if (o == N_OPTS) return cmd_usage_error(&cmd_plan, "unknown option '%s'", f);
+        *(const char **)((char *)a + opts[o].off) = v;
+    }
+    if (!a->model || !a->method || !a->have_context)
+        return cmd_usage_error(&cmd_plan, "--model, --method and --context are required");
+    return 0;
+}
+
+/* The method settings as YAML text, one line per option given, for method_cfg_bind's checks. */
+static void method_yaml(const plan_args_t *a, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (size_t o = 0; o < N_OPTS; o++) {
+        const char *v = *(const char *const *)((const char *)a + opts[o].off);
+        if (opts[o].key && v)
+            snprintf(buf + strlen(buf), n - strlen(buf), strcmp(opts[o].key, "placement") ? "%s: %s\n" : "%s: \"%s\"\n",
+                     opts[o].key, v);
+    }
+}
+
+typedef struct ctx {
+    plan_args_t a;
+    hwcat_t *cat;
+    llmcat_t *llms;
+    quality_t *quality;
+    hw_t hw;
+    calib_t *cal;
+    sim_t *sim;
+    llm_t m;
+    cfg_doc_t *mdoc;
+    provider_t *prov;
+    plan_t plan;
+    sim_ps_t *finish, *alone;
+} ctx_t;
+
+static void ctx_free(ctx_t *c)
+{
+    free(c->finish);
+    free(c->alone);
+    plan_free(&c->plan);
+    provider_free(c->prov);
+    cfg_free(c->mdoc);
+    llm_free(&c->m);
+    sim_free(c->sim);
+    calib_free(c->cal);
+    hw_free(&c->hw);
+    quality_free(c->quality);
+    llmcat_free(c->llms);
+    hwcat_free(c->cat);
+}
+
+static const char *root_path(const char *rel, char *buf, size_t n)
+{
+    const char *root = getenv("ODSIM_ROOT");
+    snprintf(buf, n, "%s/%s", root && *root ? root : ".", rel);
+    return buf;
+}
+
+static int setup(ctx_t *c, err_t *e)
+{
+    char p[4096], dir[4096];
+    const char *catdir = c->a.catalog ? c->a.catalog : root_path("models/catalog", dir, sizeof dir);
+    int rc = hwcat_load(catdir, &c->cat, e);
+    snprintf(p, sizeof p, "%s/llms.yaml", catdir);
+    if (!rc) rc = llmcat_load(p, &c->llms, e);
+    snprintf(p, sizeof p, "%s/quality.yaml", catdir);
+    if (!rc) rc = quality_load(p, &c->quality, e);
+    hw_select_t sel = {.box = c->a.hw, .link = c->a.link};
+    if (!rc) rc = hw_resolve(c->cat, &sel, NULL, &c->hw, e);
+    if (!rc) rc = c->a.calib ? calib_load(c->a.calib, &c->cal, e) : calib_new(&c->cal, e);
+    if (!rc) rc = calib_seed(c->cal, &c->hw, e);
+    if (!rc) rc = sim_new(&c->sim, e);
+    if (!rc) rc = hwinst_build(&c->hw, c->cal, c->sim, e);
+    if (!rc) rc = llm_get(c->llms, c->a.model, NULL, &c->m, e);
+    char y[4096];
+    method_yaml(&c->a, y, sizeof y);
+    method_cfg_t cfg;
+    if (!rc) rc = cfg_parse_string("command line", y, strlen(y), &c->mdoc, e);
+    if (!rc) rc = method_cfg_bind(cfg_root(c->mdoc), &cfg, e);
+    if (!rc) rc = provider_new(&cfg, &c->m, &c->hw, c->cal, &c->prov, e);
+    if (rc) return rc;
+    plan_init(&c->plan);
+    plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, c->a.context, c->a.prefill ? c->a.prefill : 1, 0};
+    calib_notes_reset(c->cal);
+    rc = provider_build(c->prov, c->sim, 0, &req, &c->plan, e);
+    if (rc) return rc;
+    /* finish times on the critical path, as plan_standalone_ps counts them */
+    uint32_t n = c->plan.n_ops;
+    c->finish = calloc(n + 1, sizeof *c->finish);
+    c->alone = calloc(n + 1, sizeof *c->alone);
+    if (!c->finish || !c->alone) return err_set(e, ERR_NOMEM, "out of memory");
+    sim_ps_t stream_free[256] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        const plan_op_t *o = &c->plan.ops[i];
+        sim_ps_t start = stream_free[o->stream];
+        for (uint32_t k = 0; k < o->n_deps; k++) {
+            sim_ps_t f = c->finish[c->plan.deps[o->dep_first + k]];
+            if (f > start) start = f;
+        }
+        if ((rc = cost_op_alone_ps(o, c->sim, &c->alone[i], e))) return rc;
+        c->finish[i] = start + c->alone[i];
+        stream_free[o->stream] = c->finish[i];
+    }
+    return ERR_OK;
+}
+
+static const char *op_path(const plan_op_t *o)
+{
+    switch (o->kind) {
+    case OPKIND_INDEX_FETCH: return o->exec == PLAN_EXEC_GPU ? "sm-gather" : o->pieces > 1 ? "ce-2d" : "ce";
+    case OPKIND_WINNER_FETCH: return o->exec == PLAN_EXEC_GPU ? "sm-gather" : "ce-batch";
+    case OPKIND_H2D_COPY: return "ce";
+    case OPKIND_FLUSH: return "ce-d2h";
+    default: return "kernel";
+    }
+}
+
+static bool is_transfer(const plan_op_t *o)
+{
+    return o->kind == OPKIND_INDEX_FETCH || o->kind == OPKIND_WINNER_FETCH || o->kind == OPKIND_H2D_COPY ||
+           o->kind == OPKIND_FLUSH;
+}
+
+typedef struct layer_sum {
+    double index_host, winner_host, kv_host, flush, hbm, flops, index_pieces, winner_pieces;
+    sim_ps_t t_ps;
+} layer_sum_t;
+
+static void sum_layers(const ctx_t *c, layer_sum_t *ls, int L, layer_sum_t *step)
+{
+    memset(ls, 0, (size_t)L * sizeof *ls);
+    memset(step, 0, sizeof *step);
+    sim_ps_t prev_end = 0;
+    for (uint32_t i = 0; i < c->plan.n_ops; i++) {
+        const plan_op_t *o = &c->plan.ops[i];
+        layer_sum_t *s = o->layer == PLAN_NO_LAYER ? step : &ls[o->layer];
+        if (o->kind == OPKIND_INDEX_FETCH) s->index_host += o->bytes_host, s->index_pieces += o->pieces;
+        if (o->kind == OPKIND_WINNER_FETCH) s->winner_host += o->bytes_host, s->winner_pieces += o->pieces;
+        if (o->kind == OPKIND_H2D_COPY) s->kv_host += o->bytes_host;
+        if (o->kind == OPKIND_FLUSH) s->flush += o->bytes_host;
+        if (!is_transfer(o)) s->hbm += o->bytes_hbm;
+        s->flops += o->flops;
+        /* a layer ends with its last op (the MLP): its time is its end minus the previous layer's */
+        if (o->layer != PLAN_NO_LAYER && o->kind == OPKIND_GEMM && (i + 1 == c->plan.n_ops || c->plan.ops[i + 1].layer != o->layer)) {
+            s->t_ps = c->finish[i] - prev_end;
+            prev_end = c->finish[i];
+        }
+    }
+}
+
+static bool same_layer(const layer_sum_t *a, const layer_sum_t *b)
+{
+    return a->index_host == b->index_host && a->winner_host == b->winner_host && a->kv_host == b->kv_host &&
+           a->flush == b->flush && a->hbm == b->hbm && llabs(a->t_ps - b->t_ps) <= 1000;
+}
+
+static double us(sim_ps_t t) { return (double)t / 1e6; }
+
+static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, const footprint_total_t *ft,
+                       int feas_rc, const char *feas_msg)
+{
+    const method_t *mt = provider_method(c->prov);
+    const method_cfg_t *cfg = method_cfg(mt);
+    const llm_t *m = method_llm(mt);
+    int L = m->layers;
+    printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
+           method_names[cfg->method], c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
+           (unsigned long long)c->a.context, (long long)cfg->window, c->hw.box, c->hw.gpu, c->hw.gpus, c->hw.link);
+    if (c->a.prefill) printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill, cfg->prefill == PREFILL_EXACT ? "exact" : "sparse");
+    static const char *const sel[] = {"kv_head", "query_head", "shared"};
+    static const char *const lay[] = {"split", "interleaved", "token", "page"};
+    printf("  budget %.2f index bits read per token per KV head (stored %.2f); k %lld; select %s (union %.2f); layout %s;\n"
+           "  placement %s; K/V %s; weights %s; chunk %lld; winner fetch %s; index fetch %s\n",
+           method_budget_bits(mt), method_stored_bits(mt), (long long)cfg->k, sel[method_select(mt)], method_union(mt),
+           lay[method_layout(mt)], cfg->placement, llm_dtype_names[cfg->kv_dtype], llm_dtype_names[cfg->weight_dtype],
+           (long long)cfg->chunk, cfg->fetch == FETCH_SM ? "sm" : "ce", cfg->index_fetch == FETCH_SM ? "sm" : "ce");
+    const fathom_stats_t *fs = method_fathom(mt);
+    if (fs)
+        printf("  fathom: plane-bit budget %d, %.1f active channels (sd %.1f, %d..%d), relative residual score error %.4f\n",
+               fs->plane_bits, fs->mean_active, fs->sd_active, fs->min_active, fs->max_active, fs->mean_rel_residual);
+
+    layer_sum_t *ls = calloc((size_t)L, sizeof *ls), step;
+    if (!ls) return;
+    sum_layers(c, ls, L, &step);
+    printf("\nper layer (host bytes read per path, HBM bytes of kernels, time of the layer on the critical path):\n");
+    printf("  %-9s %13s %7s %13s %8s %13s %12s %13s %10s\n", "layers", "index_B", "pieces", "winners_B", "pieces",
+           "kv_B", "flush_B", "hbm_B", "time_us");
+    for (int l = 0; l < L;) {
+        int j = l;
+        while (j + 1 < L && same_layer(&ls[l], &ls[j + 1])) j++;
+        char r[32];
+        snprintf(r, sizeof r, j > l ? "%d-%d" : "%d", l, j);
+        printf("  %-9s %13.0f %7.0f %13.0f %8.0f %13.0f %12.0f %13.0f %10.2f\n", r, ls[l].index_host, ls[l].index_pieces,
+               ls[l].winner_host, ls[l].winner_pieces, ls[l].kv_host, ls[l].flush, ls[l].hbm, us(ls[l].t_ps));
+        l = j + 1;
+    }
+    printf("\nops of layer 0 and of the step (alone on an idle machine):\n");
+    printf("  %-13s %-5s %-10s %6s %13s %13s %13s %9s %11s %10s\n", "op", "layer", "path", "stream", "host_B", "hbm_B",
+           "flops", "pieces", "piece_B", "time_us");
+    for (uint32_t i = 0; i < c->plan.n_ops; i++) {
+        const plan_op_t *o = &c->plan.ops[i];
+        if (o->layer != 0 && o->layer != PLAN_NO_LAYER) continue;
+        char lay_s[8];
+        snprintf(lay_s, sizeof lay_s, o->layer == PLAN_NO_LAYER ? "step" : "%u", o->layer);
+        printf("  %-13s %-5s %-10s %6u %13.0f %13.0f %13.4g %9u %11.0f %10.2f\n", opkind_name(o->kind), lay_s, op_path(o),
+               o->stream, is_transfer(o) ? o->bytes_host : 0.0, o->bytes_hbm, o->flops, o->pieces,
+               o->pieces ? o->bytes_host / o->pieces : 0.0, us(c->alone[i]));
+    }
+    layer_sum_t tot = step;
+    for (int l = 0; l < L; l++) {
+        tot.index_host += ls[l].index_host, tot.winner_host += ls[l].winner_host, tot.kv_host += ls[l].kv_host;
+        tot.flush += ls[l].flush, tot.hbm += ls[l].hbm, tot.flops += ls[l].flops;
+        tot.index_pieces += ls[l].index_pieces, tot.winner_pieces += ls[l].winner_pieces;
+    }
+    printf("\ntotal per %s:\n", c->a.prefill ? "chunk" : "step");
+    printf("  host->device  index %.4g GB in %.0f pieces (%.0f B each), winners %.4g GB in %.0f pieces (%.0f B each), K/V %.4g GB\n",
+           tot.index_host / 1e9, tot.index_pieces, tot.index_pieces ? tot.index_host / tot.index_pieces : 0,
+           tot.winner_host / 1e9, tot.winner_pieces, tot.winner_pieces ? tot.winner_host / tot.winner_pieces : 0,
+           tot.kv_host / 1e9);
+    printf("  device->host  flush %.4g GB\n", tot.flush / 1e9);
+    printf("  HBM           %.4g GB read/written by kernels; %.4g TFLOP\n", tot.hbm / 1e9, tot.flops / 1e12);
+    printf("  time          %.1f us alone on an idle machine (%.2f %s/s)\n", us(step_ps),
+           step_ps > 0 ? (c->a.prefill ? c->a.prefill : 1) / ((double)step_ps / 1e12) : 0.0, "tokens");
+    printf("\nfootprint per session at %llu tokens:\n", (unsigned long long)c->a.context);
+    printf("  host (%s): K/V %.2f GiB + index %.2f GiB = %.2f GiB\n", cfg->tier == TIER_CXL ? "CXL tier" : "DRAM",
+           f->host_kv_bytes / 1073741824.0, f->host_index_bytes / 1073741824.0, f->host_bytes / 1073741824.0);
+    printf("  HBM: index %.2f GiB + window %.2f GiB + buffers %.2f GiB = %.2f GiB; weights %.2f GiB per GPU\n",
+           f->hbm_index_bytes / 1073741824.0, f->hbm_tail_bytes / 1073741824.0, f->hbm_buffer_bytes / 1073741824.0,
+           f->hbm_bytes / 1073741824.0, f->hbm_weight_bytes / 1073741824.0);
+    printf("  %d session(s): host %.2f of %.2f GiB, HBM per GPU %.2f of %.2f GiB: %s\n", ft->sessions,
+           ft->host_bytes / 1073741824.0, ft->host_capacity_bytes / 1073741824.0, ft->hbm_bytes_per_gpu / 1073741824.0,
+           ft->hbm_capacity_bytes / 1073741824.0, feas_rc ? feas_msg : "feasible");
+    size_t nq = 0;
+    const quality_point_t *qp[4];
+    err_t qe;
+    if (quality_lookup(c->quality, method_names[cfg->method], NULL, method_budget_bits(mt), NAN, qp, 4, &nq, &qe))
+        printf("\nquality: %s\n", qe.msg);
+    else
+        for (size_t i = 0; i < nq && i < 4; i++)
+            printf("\nquality: %s = %g%s (%s, %s; %s)\n", qp[i]->metric, qp[i]->value, qp[i]->approx ? " approx" : "",
+                   qp[i]->model, qp[i]->context, qp[i]->source);
+    if (calib_flag_count(c->cal)) {
+        printf("\nthese numbers use assumed or out-of-range parameters:\n");
+        calib_flags_print(c->cal, stdout);
+    }
+    free(ls);
+}
+
+static void jset(json_t *o, const char *k, double v) { json_object_set_new(o, k, json_real(v)); }
+
+static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, const footprint_total_t *ft,
+                       int feas_rc, const char *feas_msg)
+{
+    const method_t *mt = provider_method(c->prov);
+    const method_cfg_t *cfg = method_cfg(mt);
+    const llm_t *m = method_llm(mt);
+    json_t *root = json_object(), *set = json_object(), *layers = json_array(), *ops = json_array();
+    json_object_set_new(root, "odsim_version", json_string(ODSIM_VERSION));
+    json_object_set_new(root, "model", json_string(m->name));
+    json_object_set_new(root, "method", json_string(method_names[cfg->method]));
+    json_object_set_new(root, "phase", json_string(c->a.prefill ? "prefill" : "decode"));
+    json_object_set_new(root, "hardware", json_pack("{s:s,s:s,s:s,s:i}", "box", c->hw.box, "gpu", c->hw.gpu, "link",
+                                                    c->hw.link, "gpus", c->hw.gpus));
+    json_object_set_new(root, "calib_hash", json_sprintf("%016llx", (unsigned long long)calib_hash(c->cal)));
+    json_object_set_new(set, "context_tokens", json_integer((json_int_t)c->a.context));
+    json_object_set_new(set, "new_tokens", json_integer(c->a.prefill ? c->a.prefill : 1));
+    jset(set, "budget_bits", method_budget_bits(mt));
+    jset(set, "stored_bits", method_stored_bits(mt));
+    json_object_set_new(set, "k_tokens", json_integer(cfg->k));
+    json_object_set_new(set, "window_tokens", json_integer(cfg->window));
+    json_object_set_new(set, "chunk_tokens", json_integer(cfg->chunk));
+    jset(set, "union_factor", method_union(mt));
+    json_object_set_new(set, "placement", json_string(cfg->placement));
+    json_object_set_new(set, "kv_dtype", json_string(llm_dtype_names[cfg->kv_dtype]));
+    json_object_set_new(set, "weight_dtype", json_string(llm_dtype_names[cfg->weight_dtype]));
+    json_object_set_new(root, "settings", set);
+    const fathom_stats_t *fs = method_fathom(mt);
+    if (fs)
+        json_object_set_new(root, "fathom", json_pack("{s:i,s:f,s:f,s:f}", "plane_bits", fs->plane_bits, "active_channels_mean",
+                                                      fs->mean_active, "active_channels_sd", fs->sd_active,
+                                                      "rel_residual_score_error", fs->mean_rel_residual));
+    int L = m->layers;
+    layer_sum_t *ls = calloc((size_t)L, sizeof *ls), step, tot;
+    if (!ls) {
+        json_decref(root);
+        json_decref(layers);
+        json_decref(ops);
+        return;
+    }
+    sum_layers(c, ls, L, &step);
+    tot = step;
+    for (int l = 0; l < L; l++) {
+        json_array_append_new(layers, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "layer", l, "index_host_bytes",
+                                                ls[l].index_host, "index_pieces", ls[l].index_pieces, "winner_host_bytes",
+                                                ls[l].winner_host, "winner_pieces", ls[l].winner_pieces, "kv_host_bytes",
+                                                ls[l].kv_host, "flush_bytes", ls[l].flush, "hbm_bytes", ls[l].hbm, "flops",
+                                                ls[l].flops, "time_us", us(ls[l].t_ps)));
+        tot.index_host += ls[l].index_host, tot.winner_host += ls[l].winner_host, tot.kv_host += ls[l].kv_host;
+        tot.flush += ls[l].flush, tot.hbm += ls[l].hbm, tot.flops += ls[l].flops;
+        tot.index_pieces += ls[l].index_pieces, tot.winner_pieces += ls[l].winner_pieces;
+    }
+    for (uint32_t i = 0; i < c->plan.n_ops; i++) {
+        const plan_op_t *o = &c->plan.ops[i];
+        json_t *uses = json_array();
+        for (int u = 0; u < o->n_uses; u++)
+            json_array_append_new(uses, json_pack("{s:s,s:f}", "resource", sim_res_name(c->sim, o->uses[u].res), "coef",
+                                                  o->uses[u].coef));
+        json_array_append_new(ops, json_pack("{s:s,s:i,s:s,s:i,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:o}", "op", opkind_name(o->kind),
+                                             "layer", o->layer == PLAN_NO_LAYER ? -1 : (int)o->layer, "path", op_path(o),
+                                             "stream", o->stream, "host_bytes", is_transfer(o) ? o->bytes_host : 0.0,
+                                             "hbm_bytes", o->bytes_hbm, "flops", o->flops, "pieces", (int)o->pieces,
+                                             "piece_bytes", o->pieces ? o->bytes_host / o->pieces : 0.0, "time_us",
+                                             us(c->alone[i]), "finish_us", us(c->finish[i]), "uses", uses));
+    }
+    json_object_set_new(root, "layers", layers);
+    json_object_set_new(root, "ops", ops);
+    json_object_set_new(root, "total",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "index_host_bytes", tot.index_host,
+                                  "index_pieces", tot.index_pieces, "winner_host_bytes", tot.winner_host, "winner_pieces",
+                                  tot.winner_pieces, "kv_host_bytes", tot.kv_host, "h2d_bytes",
+                                  tot.index_host + tot.winner_host + tot.kv_host, "flush_d2h_bytes", tot.flush, "hbm_bytes",
+                                  tot.hbm, "flops", tot.flops, "step_time_us", us(step_ps)));
+    json_object_set_new(root, "footprint",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:b,s:s}", "host_kv_bytes",
+                                  f->host_kv_bytes, "host_index_bytes", f->host_index_bytes, "host_bytes", f->host_bytes,
+                                  "hbm_index_bytes", f->hbm_index_bytes, "hbm_window_bytes", f->hbm_tail_bytes,
+                                  "hbm_buffer_bytes", f->hbm_buffer_bytes, "hbm_session_bytes", f->hbm_bytes,
+                                  "hbm_weight_bytes", f->hbm_weight_bytes, "sessions", ft->sessions, "total_host_bytes",
+                                  ft->host_bytes, "host_capacity_bytes", ft->host_capacity_bytes, "hbm_per_gpu_bytes",
+                                  ft->hbm_bytes_per_gpu, "hbm_capacity_bytes", ft->hbm_capacity_bytes, "feasible",
+                                  feas_rc == 0, "why", feas_rc ? feas_msg : ""));
+    json_t *flags = json_array();
+    calib_flag_t fl;
+    for (size_t i = 0; calib_flag_at(c->cal, i, &fl); i++)
+        json_array_append_new(flags, json_pack("{s:s,s:s,s:b,s:I,s:I}", "name", fl.name, "origin", fl.origin, "assumed",
+                                               fl.assumed, "uses", (json_int_t)fl.uses, "outside_range",
+                                               (json_int_t)fl.outside));
+    json_object_set_new(root, "assumed_or_out_of_range", flags);
+    json_dumpf(root, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(root);
+    free(ls);
+}
+
+static int plan_main(int argc, char **argv)
+{
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    int rc = parse_args(argc, argv, &c.a);
+    if (rc) return rc;
+    err_t e;
+    err_clear(&e);
+    if (setup(&c, &e)) {
+        ctx_free(&c);
+        return cmd_fail("plan", "%s", e.msg);
+    }
+    sim_ps_t step_ps = 0;
+    if (plan_standalone_ps(&c.plan, c.sim, &step_ps, &e)) {
+        ctx_free(&c);
+        return cmd_fail("plan", "%s", e.msg);
+    }
+    footprint_t f;
+    footprint_total_t ft;
+    const method_t *mt = provider_method(c.prov);
+    footprint_session(mt, c.a.context + (c.a.prefill ? c.a.prefill : 1), &f);
+    err_t fe;
+    err_clear(&fe);
+    int feas = footprint_check(mt, &c.hw, c.a.context + (c.a.prefill ? c.a.prefill : 1), c.a.sessions, &ft, &fe);
+    if (c.a.json) print_json(&c, step_ps, &f, &ft, feas, fe.msg);
+    else print_text(&c, step_ps, &f, &ft, feas, fe.msg);
+    ctx_free(&c);
+    if (feas) return cmd_fail("plan", "%s", fe.msg);
+    return 0;
+}
+
+const cmd_t cmd_plan = {
+    "plan",
+    "the plan of one decode step or prefill chunk of one session alone: bytes, pieces, time, footprint",
+    "usage: odsim plan --model M --method X --context N [options] [--json]\n"
+    "  --model M          LLM shape (models/catalog/llms.yaml): qwen3-8b, llama-3.1-8b, qwen2.5-7b, ...\n"
+    "  --method X         dense | pertoken | sparq | fathom | hashattn | landmark\n"
+    "  --context N        tokens already in the context (k and M suffixes: 1M = 1048576)\n"
+    "  --budget B         index bits read per token per KV head, scales included\n"
+    "  --k K              selected tokens          --page P     landmark page tokens (8 or 16)\n"
+    "  --chunk T          flushed chunk tokens     --window W   dense HBM window tokens (default 0)\n"
+    "  --hw H             box (models/catalog/boxes.yaml; default h200-1)   --link L  replace the GPU's link\n"
+    "  --placement P      host | hbm | layers:L | planes:t\n"
+    "  --layout L         split | interleaved | token | page\n"
+    "  --select S         kv_head | query_head | shared   --union U  per-query-head union factor\n"
+    "  --kv-dtype D       bf16 | fp8                      --weight-dtype D  bf16 | fp8\n"
+    "  --fetch F          winner fetch: sm | ce           --index-fetch F   sm | ce\n"
+    "  --store S          sparq storage: 4bit | bf16      --k-from-planes true|false\n"
+    "  --prefill T        plan a prefill chunk of T tokens instead of a decode step\n"
+    "  --prefill-mode M   exact | sparse                  --prefetch N  layers fetched ahead\n"
+    "  --sessions S       sessions for the footprint total (default 1)\n"
+    "  --calib FILE       calibration profile (default: the hardware presets)\n"
+    "  --catalog DIR      catalog directory (default $ODSIM_ROOT/models/catalog)\n"
+    "  --json             the same as JSON, every figure named with its unit\n",
+    plan_main,
+};

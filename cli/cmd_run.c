@@ -1,0 +1,132 @@
+/* odsim run SCENARIO [--set key=value]... [--json] [--out DIR] [--timeline FILE] [--replications R] */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd.h"
+#include "cli/report.h"
+#include "cli/study.h"
+
+static int run_main(int argc, char **argv);
+
+const cmd_t cmd_run = {
+    "run", "simulate a scenario: latency, TTFT, tokens/s, utilisation, where time went",
+    "usage: odsim run SCENARIO.yaml [options]\n"
+    "  --set KEY=VALUE    override any scenario key (repeatable), e.g. --set hardware.link=pcie4\n"
+    "  --json             print the results as JSON on stdout instead of the text table\n"
+    "  --out DIR          write results.csv, results.json and plots (SVG, PNG) into DIR\n"
+    "  --timeline FILE    write the first plans' ops as Chrome trace-event JSON (opens in Perfetto)\n"
+    "  --timeline-plans N plans recorded in the timeline (default 8)\n"
+    "  --replications R   override run.replications\n"
+    "  --point I          run only sweep point I\n",
+    run_main};
+
+typedef struct run_args {
+    const char *scenario, *out, *timeline;
+    const char **sets;
+    size_t n_sets;
+    bool json;
+    int replications;
+    long point;
+    uint32_t timeline_plans;
+} run_args_t;
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, run_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->point = -1;
+    a->timeline_plans = 8;
+    a->sets = calloc((size_t)argc, sizeof *a->sets);
+    if (!a->sets) return cmd_fail("run", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        bool has_val = i + 1 < argc;
+        long v;
+        if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--set") && has_val) a->sets[a->n_sets++] = argv[++i];
+        else if (!strcmp(o, "--out") && has_val) a->out = argv[++i];
+        else if (!strcmp(o, "--timeline") && has_val) a->timeline = argv[++i];
+        else if (!strcmp(o, "--replications") && has_val) {
+            if (parse_long(argv[++i], 1, 1000, &v)) return cmd_usage_error(&cmd_run, "--replications: expected 1..1000, got '%s'", argv[i]);
+            a->replications = (int)v;
+        } else if (!strcmp(o, "--timeline-plans") && has_val) {
+            if (parse_long(argv[++i], 1, 100000, &v)) return cmd_usage_error(&cmd_run, "--timeline-plans: expected 1..100000, got '%s'", argv[i]);
+            a->timeline_plans = (uint32_t)v;
+        } else if (!strcmp(o, "--point") && has_val) {
+            if (parse_long(argv[++i], 0, 1000000, &v)) return cmd_usage_error(&cmd_run, "--point: expected a point index, got '%s'", argv[i]);
+            a->point = v;
+        } else if (o[0] == '-' && o[1]) return cmd_usage_error(&cmd_run, "unknown option or missing value: '%s'", o);
+        else if (a->scenario) return cmd_usage_error(&cmd_run, "one scenario at a time (got '%s' and '%s')", a->scenario, o);
+        else a->scenario = o;
+    }
+    if (!a->scenario) return cmd_usage_error(&cmd_run, "no scenario given");
+    return 0;
+}
+
+static int emit(const run_args_t *a, study_t *s, study_result_t **rs, size_t first, size_t n)
+{
+    err_t e;
+    if (a->json) {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, report_json(s, first + i, rs[i]));
+        char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+        json_decref(arr);
+        if (!txt) return cmd_fail("run", "out of memory");
+        puts(txt);
+        free(txt);
+    } else {
+        printf("odsim %s (%s): %s\n", ODSIM_VERSION, ODSIM_GIT_REV, a->scenario);
+        for (size_t i = 0; i < n; i++) {
+            putchar('\n');
+            report_text(stdout, s, first + i, rs[i]);
+        }
+        if (n) printf("\ncalibration profile hash %016llx\n", (unsigned long long)rs[0]->calib_hash);
+    }
+    if (a->out && report_write_dir(a->out, s, rs, n, &e)) return cmd_fail("run", "%s", e.msg);
+    return 0;
+}
+
+static int run_main(int argc, char **argv)
+{
+    run_args_t a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) {
+        free(a.sets);
+        return rc;
+    }
+    err_t e;
+    study_t *s;
+    if (study_open(a.scenario, a.sets, a.n_sets, &s, &e)) {
+        free(a.sets);
+        return cmd_fail("run", "%s", e.msg);
+    }
+    size_t first = 0, n = study_n_points(s);
+    if (a.point >= 0) {
+        if ((size_t)a.point >= n) rc = cmd_usage_error(&cmd_run, "--point %ld: the scenario has %zu points", a.point, n);
+        first = (size_t)a.point;
+        n = 1;
+    }
+    study_result_t **rs = rc ? NULL : calloc(n, sizeof *rs);
+    if (!rc && !rs) rc = cmd_fail("run", "out of memory");
+    study_opts_t opts = {.replications = a.replications, .progress = isatty(2), .timeline_path = a.timeline,
+                         .timeline_plans = a.timeline_plans};
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (study_run(s, first + i, &opts, &rs[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
+        opts.timeline_path = NULL; /* the timeline shows the first point */
+    }
+    if (!rc) rc = emit(&a, s, rs, first, n);
+    for (size_t i = 0; rs && i < n; i++) study_result_free(rs[i]);
+    free(rs);
+    study_free(s);
+    free(a.sets);
+    return rc;
+}

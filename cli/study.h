@@ -1,0 +1,126 @@
+/* study — a scenario assembled into simulations: the one place where catalogs, calibration, LLM
+ * shapes, methods (plan providers), workloads and the engine meet. `odsim run`, `odsim capacity` and
+ * `odsim validate` all go through it, so a validation prediction is made exactly as a study's.
+ *
+ * A scenario (a YAML file under scenarios/; every key documented by `odsim params`):
+ *
+ *   name: default
+ *   hardware:  {box: h200-1, gpu: ..., link: pcie5, tier: ..., gpus: 1, set: {h2d_GBps: 60}}
+ *   calibration: models/calib/h200.yaml     # fitted profile; names it lacks come from the presets
+ *   model:     {name: qwen3-8b, kv_dtype: bf16, weights_dtype: bf16, set: {layers: 1}}
+ *   method:    {name: fathom, budget: 56, k: 2048, ...}   # models' method parameters
+ *   serving:   {mode: streams, cuda_graphs: false, max_batch: 0, prefill_chunk: 2048,
+ *               admission: reserve, placement: round_robin}
+ *   workload:  {kind: generator | trace | probe, ...}
+ *   slo:       {ttft_s: 2, tokens_per_s: 20, step_p99_s: 0.1}
+ *   run:       {duration_s: 600, seed: 1, replications: 3, warmup_s: 0}
+ *   sweep:     {method.name: [dense, fathom], hardware.link: [pcie4, pcie5]}
+ *
+ * Sweep axes are any keys with a list of values; the points are their cross product, in the order
+ * the axes are written (the last axis varies fastest). `--set key=value` overrides apply before
+ * sweeps. Unknown or duplicate keys, wrong types and impossible values are errors naming
+ * file:line:column and key.
+ *
+ * A `probe` workload reproduces one measured case (validation): a single op, one layer's step, or N
+ * sessions looping steps under a serving mode, so measured kbench rows are predicted through the
+ * same providers and engine as a study. */
+#ifndef ODSIM_CLI_STUDY_H
+#define ODSIM_CLI_STUDY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "common/cfg.h"
+#include "common/err.h"
+
+typedef struct study study_t;
+
+/* Loads a scenario file, applies `--set` overrides (each "key=value"), resolves nothing yet but
+ * checks every key. On success *out owns everything. Errors: ERR_IO, ERR_PARSE, ERR_INVAL
+ * (file:line:col and key), ERR_NOMEM. */
+int study_open(const char *path, const char *const *sets, size_t n_sets, study_t **out, err_t *e);
+/* As study_open from a parsed document, which the study takes over (also on error). `name` names
+ * the scenario in reports. */
+int study_open_doc(cfg_doc_t *doc, const char *name, study_t **out, err_t *e);
+void study_free(study_t *s);
+
+/* Number of sweep points (1 without a sweep) and a label for point i ("method.name=fathom
+ * hardware.link=pcie4", or "base"). */
+size_t study_n_points(const study_t *s);
+const char *study_point_label(const study_t *s, size_t i);
+/* The resolved scenario of point i as YAML (recorded in every output). */
+void study_point_emit(const study_t *s, size_t i, FILE *fp);
+
+/* A statistic over the replications: their mean and a 95% confidence interval (Student t over the
+ * replication means; lo = hi = mean with one replication). */
+typedef struct study_stat {
+    double mean, lo, hi;
+} study_stat_t;
+
+typedef struct study_res_use {
+    char *name;           /* resource name, e.g. "gpu0.h2d" */
+    char *unit;
+    double capacity;      /* units/s */
+    double utilisation;   /* time-weighted mean over the run, 0..1 (first replication) */
+    double work;          /* units carried (first replication) */
+} study_res_use_t;
+
+typedef struct study_lost {
+    char *name;           /* a resource, or "cap", "launch", "timeslice" */
+    double per_step_s;    /* mean time lost per plan to it (Σ over the plan's ops) */
+} study_lost_t;
+
+typedef struct study_result {
+    char *label;
+    uint32_t replications;
+    double duration_s;                 /* simulated time of each replication */
+    study_stat_t step_p50_s, step_p95_s, step_p99_s, step_mean_s;
+    study_stat_t ttft_p50_s, ttft_p95_s, ttft_p99_s;
+    study_stat_t tps_session_mean;     /* decode tokens/s per session */
+    study_stat_t tps_total;            /* decode tokens/s of the box */
+    study_stat_t slo_attainment;       /* share of sessions (or turns) meeting every SLO, 0..1 */
+    bool slo_met;                      /* the SLO holds in ≥ 95% of replications */
+    uint64_t decode_tokens, prefill_tokens, sessions, turns; /* first replication */
+    uint64_t preemptions, evictions, rejected, waiting; /* waiting: for memory at the end */
+    double admit_wait_p50_s, admit_wait_p99_s;
+    double standalone_step_s;          /* idle-machine latency of a plan, mean over plans */
+    double hbm_peak_bytes, host_peak_bytes, hbm_capacity_bytes, host_capacity_bytes;
+    double launch_utilisation;         /* launch-thread busy share (per thread) */
+    study_res_use_t *res;
+    size_t n_res;
+    study_lost_t *lost;
+    size_t n_lost;
+    char *binding;                     /* the resource with the highest utilisation */
+    char *flags;                       /* calibration parameters assumed or used outside their
+                                        * fitted range, one per line; "" when none */
+    uint64_t calib_hash;
+    /* Samples for plots (first replication): (context tokens, step latency s) of decode steps,
+     * at most 4096 evenly thinned; utilisation of each resource per interval. */
+    double *ctx_tokens, *ctx_step_s;
+    size_t n_ctx;
+    double *util_t_s;                  /* n_util interval ends */
+    double *util;                      /* n_util × n_res, row-major */
+    size_t n_util;
+} study_result_t;
+
+typedef struct study_opts {
+    int replications;     /* override the scenario's (0: keep) */
+    bool progress;        /* progress bar on stderr */
+    const char *timeline_path; /* write the first plans as Chrome trace-event JSON (NULL: none) */
+    uint32_t timeline_plans;
+    uint32_t sessions;    /* capacity search: override the closed population (0: keep) */
+    double arrival_scale; /* capacity search: scale arrival rates (0: keep) */
+} study_opts_t;
+
+/* Simulates sweep point i. *out is a new result (free with study_result_free). Errors: anything a
+ * catalog, provider or the engine reports (ERR_INFEASIBLE for a configuration that cannot run, with
+ * its numbers), ERR_NOMEM. */
+int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **out, err_t *e);
+void study_result_free(study_result_t *r);
+
+/* odsim's version, the calibration hash and the resolved scenario, as comment lines ("# ...")
+ * for CSV and text outputs. */
+void study_provenance(const study_t *s, size_t i, FILE *fp, const char *comment);
+
+#endif

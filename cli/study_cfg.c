@@ -1,0 +1,147 @@
+#include "cli/study_cfg.h"
+
+#include <stddef.h>
+
+
+#define P(k, t, st, f, d, lo, hi, doc) {k, t, offsetof(st, f), d, lo, hi, NULL, doc}
+#define E(k, st, f, d, ch, doc) {k, CFG_T_ENUM, offsetof(st, f), d, 1, 0, ch, doc}
+#define N(k, st, f, doc) {k, CFG_T_NODE, offsetof(st, f), NULL, 1, 0, NULL, doc}
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const cfg_param_t top_params[] = {
+    P("name", CFG_T_STRING, scn_top_t, name, "unnamed", 1, 0, "scenario name, in every output"),
+    P("description", CFG_T_STRING, scn_top_t, description, "", 1, 0, "what the study asks"),
+    P("calibration", CFG_T_STRING, scn_top_t, calibration, "models/calib/h200.yaml", 1, 0,
+      "calibration profile (relative to odsim's data root), or 'none' for the presets alone"),
+    N("hardware", scn_top_t, hardware, "box, gpu, link (what-if), tier, gpus, set: parameter overrides (models/hwcat.h)"),
+    N("model", scn_top_t, model, "LLM shape and dtypes (section model)"),
+    N("method", scn_top_t, method, "attention method and its parameters (odsim plan --help)"),
+    N("serving", scn_top_t, serving, "how sessions reach the GPU (section serving)"),
+    N("workload", scn_top_t, workload, "sessions: generator, trace replay or a measured probe (section workload)"),
+    N("slo", scn_top_t, slo, "service-level objectives (section slo)"),
+    N("run", scn_top_t, run, "duration, seeds, replications (section run)"),
+    N("sweep", scn_top_t, sweep, "sweep axes: any key with a list of values; points are their cross product"),
+};
+
+static const cfg_param_t model_params[] = {
+    P("name", CFG_T_STRING, scn_model_t, name, "qwen3-8b", 1, 0, "LLM shape preset (models/catalog/llms.yaml)"),
+    N("set", scn_model_t, set, "shape overrides (e.g. layers: 1)"),
+};
+
+static const char *const mode_names[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
+static const char *const admit_names[] = {"reserve", "grow_preempt", "grow_evict", NULL};
+static const char *const place_names[] = {"round_robin", "pack", NULL};
+
+static const cfg_param_t serving_params[] = {
+    E("mode", scn_serving_t, mode, "streams", mode_names,
+      "streams of one process | separate processes (time-sliced kernels) | mps | lockstep or continuous batching"),
+    P("cuda_graphs", CFG_T_BOOL, scn_serving_t, cuda_graphs, "false", 1, 0, "one launch per graph segment instead of one per op"),
+    P("max_batch", CFG_T_INT, scn_serving_t, max_batch, "0", 0, 1e6, "batching: most sessions per iteration (0: no limit)"),
+    P("prefill_chunk", CFG_T_INT, scn_serving_t, prefill_chunk, "2048", 1, 1e8, "tokens per prefill chunk"),
+    E("admission", scn_serving_t, admission, "reserve", admit_names,
+      "reserve a session's final footprint at admission, or grow and preempt (wait) / evict when memory is full"),
+    E("placement", scn_serving_t, placement, "round_robin", place_names, "sessions on the GPUs of the box"),
+};
+
+static const char *const wl_kinds[] = {"generator", "trace", "probe", NULL};
+static const char *const replays[] = {"closed", "open", NULL};
+
+static const cfg_param_t workload_params[] = {
+    E("kind", scn_workload_t, kind, "generator", wl_kinds, "generator | trace replay | probe (a measured case)"),
+    E("replay", scn_workload_t, replay, "closed", replays, "closed loop (think times) or open loop (recorded arrivals)"),
+    P("trace", CFG_T_STRING, scn_workload_t, trace, "", 1, 0, "trace: an odsim trace file (odsim trace gen/import)"),
+    P("import_format", CFG_T_STRING, scn_workload_t, import_format, "", 1, 0, "trace: or import this format on the fly (mooncake, azure, tracelab)"),
+    P("import_file", CFG_T_STRING, scn_workload_t, import_file, "", 1, 0, "trace: the raw public trace to import"),
+    P("scale", CFG_T_DOUBLE, scn_workload_t, scale, "1", 1, 1e6, "trace: stretch contexts ×scale"),
+    P("scale_to", CFG_T_INT, scn_workload_t, scale_to, "0", 0, 1e9, "trace: stretch contexts to this maximum (0: off)"),
+    P("max_sessions", CFG_T_INT, scn_workload_t, max_sessions, "0", 0, 1e9, "replay at most this many sessions (0: all)"),
+    P("sessions_per_user", CFG_T_INT, scn_workload_t, sessions_per_user, "4", 1, 1e6,
+      "closed-population generator: sessions drawn per user (each starts when the previous ends)"),
+    N("generator", scn_workload_t, generator, "generator parameters (odsim trace gen --params)"),
+    N("probe", scn_workload_t, probe, "probe: one measured case (section probe)"),
+};
+
+static const cfg_param_t slo_params[] = {
+    P("ttft_s", CFG_T_SECONDS, scn_slo_t, ttft_s, "10s", 0, 1e7, "time to first token per turn (0: none)"),
+    P("tokens_per_s", CFG_T_DOUBLE, scn_slo_t, tokens_per_s, "10", 0, 1e7, "decode tokens/s per session within a turn (0: none)"),
+    P("step_p99_s", CFG_T_SECONDS, scn_slo_t, step_p99_s, "0", 0, 1e7, "p99 decode step latency of the box (0: none)"),
+    P("attainment", CFG_T_DOUBLE, scn_slo_t, attainment, "0.95", 0, 1, "share of turns that must meet ttft and tokens/s"),
+};
+
+static const cfg_param_t run_params[] = {
+    P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, 1e7, "simulated time per replication"),
+    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, 1e7, "simulated time excluded from throughput"),
+    P("seed", CFG_T_INT, scn_run_t, seed, "1", 0, 9e18, "root seed: workload, plan and calibration streams derive from it"),
+    P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000, "independent replications (intervals are over them)"),
+    P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,
+      "with several replications, draw fitted parameters from N(value, stderr) per replication"),
+};
+
+static const char *const probe_whats[] = {"op", "layer_step", "session_step", NULL};
+
+static const cfg_param_t probe_params[] = {
+    E("what", scn_probe_t, what, "op", probe_whats, "a single op, one layer's step, or sessions looping steps"),
+    P("op", CFG_T_STRING, scn_probe_t, op, "", 1, 0, "op kind (models/opkind.h)"),
+    P("variant", CFG_T_STRING, scn_probe_t, variant, "", 1, 0, "kbench variant (path, method or mix)"),
+    P("n_tokens", CFG_T_INT, scn_probe_t, n_tokens, "0", 0, 1e10, "context tokens"),
+    P("heads", CFG_T_INT, scn_probe_t, heads, "0", 0, 1e6, "KV heads"),
+    P("bits", CFG_T_INT, scn_probe_t, bits, "0", 0, 1e6, "index bits per token per KV head"),
+    P("k", CFG_T_INT, scn_probe_t, k, "0", 0, 1e9, "selected tokens"),
+    P("batch", CFG_T_INT, scn_probe_t, batch, "1", 1, 1e6, "batch size"),
+    P("piece_bytes", CFG_T_BYTES, scn_probe_t, piece_bytes, "0", 0, 1e15, "bytes per piece of a transfer"),
+    P("region_bytes", CFG_T_BYTES, scn_probe_t, region_bytes, "0", 0, 1e15, "host region a gather spreads over"),
+    P("pieces", CFG_T_INT, scn_probe_t, pieces, "0", 0, 1e12, "pieces of a transfer"),
+    P("blocks", CFG_T_INT, scn_probe_t, blocks, "0", 0, 1e9, "blocks in flight of a gather"),
+    P("placement", CFG_T_STRING, scn_probe_t, placement, "host", 1, 0, "index and K/V placement"),
+    P("layout", CFG_T_STRING, scn_probe_t, layout, "", 1, 0, "host layout"),
+    P("sessions", CFG_T_INT, scn_probe_t, sessions, "1", 1, 1e6, "concurrent sessions"),
+    P("steps", CFG_T_INT, scn_probe_t, steps, "20", 1, 1e9, "plans per session"),
+    P("streams", CFG_T_INT, scn_probe_t, streams, "1", 1, 256, "streams"),
+};
+
+int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e)
+{
+    return cfg_bind(root, top_params, COUNT(top_params), out, e);
+}
+int scn_bind_model(const cfg_node_t *n, scn_model_t *out, err_t *e)
+{
+    return cfg_bind(n, model_params, COUNT(model_params), out, e);
+}
+int scn_bind_serving(const cfg_node_t *n, scn_serving_t *out, err_t *e)
+{
+    return cfg_bind(n, serving_params, COUNT(serving_params), out, e);
+}
+int scn_bind_workload(const cfg_node_t *n, scn_workload_t *out, err_t *e)
+{
+    int rc = cfg_bind(n, workload_params, COUNT(workload_params), out, e);
+    if (rc) return rc;
+    if (out->kind == SCN_WL_TRACE && !*out->trace && !*out->import_file)
+        return n ? cfg_error(e, ERR_INVAL, n, "a trace workload needs 'trace' or 'import_file'")
+                 : err_set(e, ERR_INVAL, "workload: a trace workload needs 'trace' or 'import_file'");
+    if (out->kind == SCN_WL_PROBE && !out->probe)
+        return cfg_error(e, ERR_INVAL, n, "a probe workload needs a 'probe' section");
+    return ERR_OK;
+}
+int scn_bind_slo(const cfg_node_t *n, scn_slo_t *out, err_t *e)
+{
+    return cfg_bind(n, slo_params, COUNT(slo_params), out, e);
+}
+int scn_bind_run(const cfg_node_t *n, scn_run_t *out, err_t *e)
+{
+    return cfg_bind(n, run_params, COUNT(run_params), out, e);
+}
+int scn_bind_probe(const cfg_node_t *n, scn_probe_t *out, err_t *e)
+{
+    return cfg_bind(n, probe_params, COUNT(probe_params), out, e);
+}
+
+void scn_describe(FILE *fp)
+{
+    cfg_params_describe(fp, "scenario (top level)", top_params, COUNT(top_params));
+    cfg_params_describe(fp, "model", model_params, COUNT(model_params));
+    cfg_params_describe(fp, "serving", serving_params, COUNT(serving_params));
+    cfg_params_describe(fp, "workload", workload_params, COUNT(workload_params));
+    cfg_params_describe(fp, "workload.probe", probe_params, COUNT(probe_params));
+    cfg_params_describe(fp, "slo", slo_params, COUNT(slo_params));
+    cfg_params_describe(fp, "run", run_params, COUNT(run_params));
+}

@@ -1,0 +1,92 @@
+/* study_int — the parts of the study assembly shared by cli/study*.c (private). */
+#ifndef ODSIM_CLI_STUDY_INT_H
+#define ODSIM_CLI_STUDY_INT_H
+
+#include "cli/study.h"
+#include "cli/study_cfg.h"
+#include "models/calib.h"
+#include "models/cost.h"
+#include "models/hwcat.h"
+#include "models/llm.h"
+#include "models/method.h"
+#include "sim/exec.h"
+#include "sim/sim.h"
+
+typedef struct study_axis {
+    const char *path;           /* dot path of the swept key (points into the document) */
+    const cfg_node_t *values;   /* the list */
+    size_t n;
+} study_axis_t;
+
+struct study {
+    cfg_doc_t *doc;             /* the scenario with --set applied */
+    char *name, *root;
+    study_axis_t *axes;
+    size_t n_axes, n_points;
+    char **labels;
+    hwcat_t *hwcat;
+    llmcat_t *llmcat;
+    uint64_t calib_hash;        /* of the last profile loaded */
+};
+
+/* One sweep point, resolved: every section bound, presets looked up. */
+typedef struct study_point {
+    cfg_doc_t *doc;
+    scn_top_t top;
+    scn_model_t model;
+    scn_serving_t serving;
+    scn_workload_t wl;
+    scn_slo_t slo;
+    scn_run_t run;
+    scn_probe_t probe;
+    hw_t hw;
+    llm_t llm;
+    method_cfg_t mcfg;
+    method_t *method;
+    char *calib_path;           /* NULL: presets alone */
+} study_point_t;
+
+/* One replication's simulation and what it measured. */
+typedef struct study_rep {
+    sim_t *sim;
+    exec_t *x;
+    calib_t *cal;
+    cost_t cost;                /* the providers' cost forms; lives as long as the run */
+    const exec_stats_t *stats;
+    double measured_s;          /* duration minus warm-up */
+    uint64_t measured_tokens;   /* decode tokens after warm-up */
+    uint64_t sessions;
+    /* plot samples */
+    double *ctx_tokens, *ctx_step_s;
+    size_t n_ctx, cap_ctx;
+    uint64_t ctx_seen;
+    double *util_t_s, *util, *last_work;
+    size_t n_util, cap_util, n_res;
+    double util_dt_s;
+    double warmup_s;
+    uint64_t tokens_at_warmup;
+} study_rep_t;
+
+/* The path of a data file: as given when it exists or is absolute, else under the data root. */
+char *study_path(const study_t *s, const char *rel);
+int study_point_doc(const study_t *s, size_t i, cfg_doc_t **out, err_t *e);
+
+int study_catalogs_load(study_t *s, err_t *e);
+void study_catalogs_free(study_t *s);
+int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e);
+void study_point_free(study_point_t *pt);
+
+/* Runs replication k of reps of point pt. On success rep owns a finished simulation. */
+int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps, const study_opts_t *opts,
+                  study_rep_t *rep, err_t *e);
+void study_rep_free(study_rep_t *rep);
+
+/* Fills the per-run parts of r (resources, time lost, memory, flags, samples) from replication 0. */
+int study_result_fill(const study_t *s, const study_point_t *pt, const study_rep_t *rep, study_result_t *r, err_t *e);
+
+/* Seeds of replication k: workload and plans streams are separate and common to every point
+ * (common random numbers across compared configurations). */
+uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream);
+enum { STUDY_STREAM_WORKLOAD = 1, STUDY_STREAM_PLANS = 2, STUDY_STREAM_CALIB = 3 };
+
+#endif

@@ -1,0 +1,131 @@
+/* kb.h: the kbench harness's shared pieces: error checks, timing, statistics,
+ * the CSV writer (DESIGN.md, "kbench CSV") and the suite entry points.
+ *
+ * kbench is a measurement tool, not a library: a failed CUDA call is fatal
+ * (kb_die prints where and exits with status 2); a failed reference check is
+ * reported by the suite, which skips that kernel's timings and makes kbench
+ * exit with status 1.
+ */
+#ifndef KB_H
+#define KB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cuda_runtime.h>
+
+#define KBENCH_VERSION "0.1.0"
+#ifndef KBENCH_COMMIT
+#define KBENCH_COMMIT "unknown"
+#endif
+
+#define KB_KIB ((size_t)1 << 10)
+#define KB_MIB ((size_t)1 << 20)
+#define KB_GIB ((size_t)1 << 30)
+
+/* Abort with a message naming the failed call (fatal CUDA errors only). */
+void kb_die(const char *what, const char *file, int line);
+#define CK(x)                                                                   \
+    do {                                                                        \
+        cudaError_t e_ = (x);                                                   \
+        if (e_ != cudaSuccess)                                                  \
+            kb_die(cudaGetErrorString(e_), __FILE__, __LINE__);                 \
+    } while (0)
+#define CKL() CK(cudaGetLastError())
+
+/* Options common to every suite. */
+typedef struct {
+    int quick;                 /* --quick: the reduced grid (whole run < 1 min) */
+    const char *out_path;      /* -o FILE.csv, or NULL for stdout */
+    const char *model;         /* --model, default qwen3-8b */
+    size_t max_region;         /* --max-region BYTES for host regions */
+} kb_opts_t;
+
+/* Percentiles of repeated timings, microseconds. */
+typedef struct {
+    int reps;
+    double med, p10, p90, p99, mean;
+} kb_stats_t;
+
+/* Sort t[0..n) in place and summarise it. */
+kb_stats_t kb_stats(double *t_us, int n);
+
+/* One timed region: fn enqueues work on stream s; prep (may be NULL) runs
+ * before each repetition outside the timed events (e.g. an L2 flush). */
+typedef void (*kb_fn)(void *ctx, cudaStream_t s);
+typedef struct {
+    int warmup, min_reps, max_reps;
+    double max_seconds;        /* stop adding repetitions after this much */
+} kb_timing_t;
+
+/* Time fn with CUDA events (after warm-up), per repetition. */
+kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_timing_t *tm);
+
+/* Default timing for a kernel whose one run takes about est_us microseconds. */
+kb_timing_t kb_timing_for(double est_us, int quick);
+
+/* Write over the L2 cache (an HBM buffer larger than it) on stream s. */
+void kb_l2_flush(cudaStream_t s);
+
+/* One CSV row; integer fields < 0 and NULL strings are written empty. */
+typedef struct {
+    const char *op, *variant;
+    long long n_tokens, heads, bits, k, batch, piece_bytes, region_bytes, pieces, blocks;
+    const char *allocator;
+    int streams, procs;
+    const char *policy, *placement, *layout;
+    double bytes_moved;
+    kb_stats_t st;
+    double per_s;              /* operations per second; < 0: empty */
+    const char *method;
+    int concurrent_id, qheads;
+    long long chunk_tokens;
+    double ref_gbps;           /* the measured ceiling this row compares with */
+} kb_row_t;
+
+/* A row with every field unset. */
+kb_row_t kb_row(const char *op, const char *variant);
+
+/* The open CSV of one suite. */
+typedef struct kb_csv kb_csv_t;
+
+/* Open path (NULL: stdout), write the "# key: value" header and the column
+ * row. allocator names the suite's default host allocator. Fatal on I/O error. */
+kb_csv_t *kb_csv_open(const char *path, const char *suite, const char *allocator,
+                      const kb_opts_t *o);
+/* Add a "# key: value" line (only before the first row). */
+void kb_csv_meta(kb_csv_t *c, const char *key, const char *fmt, ...);
+/* Write one row; gbps is bytes_moved / t_med; prints a short line to stderr. */
+void kb_csv_row(kb_csv_t *c, const kb_row_t *r);
+/* Flush and close (stdout is only flushed). */
+void kb_csv_close(kb_csv_t *c);
+
+/* Measured ceilings, set by kb_measure_ceilings. */
+typedef struct {
+    double hbm_gbps;           /* device-to-device copy, read + write */
+    double h2d_gbps;           /* 256 MiB pinned H2D copies, back to back */
+    double d2h_gbps;
+} kb_ceilings_t;
+extern kb_ceilings_t kb_ceil;
+/* Measure the ceilings (about 0.5 s) and add them to the CSV header. */
+void kb_measure_ceilings(kb_csv_t *c);
+
+/* Model shapes (DESIGN.md, Shapes): the step and concurrency suites take
+ * these as parameters. */
+typedef struct {
+    const char *name;
+    int layers, q_heads, kv_heads, hidden, ffn, vocab;
+} kb_model_t;
+/* The shape named name, or NULL when unknown. */
+const kb_model_t *kb_model(const char *name);
+
+/* Number of multiprocessors of device 0. */
+int kb_sm_count(void);
+
+/* Suites; each returns 0, or 1 when a reference check failed. */
+int kb_suite_link(const kb_opts_t *o);
+int kb_suite_kernels(const kb_opts_t *o);
+int kb_suite_step(const kb_opts_t *o);
+int kb_suite_concurrency(const kb_opts_t *o);
+
+#endif

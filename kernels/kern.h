@@ -1,0 +1,135 @@
+/* kern.h: launchers of the CUDA kernels, one .cu per kernel family.
+ *
+ * Every launcher only enqueues work on the given stream (no host
+ * synchronisation, so each can be captured in a CUDA graph) unless its
+ * comment says otherwise. Pointers are device pointers or GPU-mapped host
+ * pointers (hostmem.h); "host or HBM" means either works.
+ */
+#ifndef KB_KERN_H
+#define KB_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime.h>
+#include "ref/planes.h"
+
+/* ---- gather.cu: SM gather of fixed-size pieces ---------------------------- */
+
+/* dst[i * piece .. +piece) = src + off[i], i < npieces. piece_bytes a power of
+ * two >= 16, every off[i] a multiple of 16. blocks: blocks of 256 threads in
+ * flight. variant 1: one 16-byte load per thread per step; variant 2: four
+ * independent loads in flight per thread. src host or HBM. */
+void kb_gather(int variant, void *dst, const void *src, const uint64_t *off, size_t npieces,
+               size_t piece_bytes, int blocks, cudaStream_t s);
+
+/* off[i] = (random piece slot in [0, region / piece)) * piece + base, from seed. */
+void kb_rand_offsets(uint64_t *off, size_t npieces, size_t region_bytes, size_t piece_bytes,
+                     uint64_t base, uint64_t seed, cudaStream_t s);
+
+/* Byte offsets of winner pieces from selected token (or page) indices.
+ * idx[r * k + i] (r < rows) becomes npiece pieces at byte offset
+ * (r / group) * head_stride + idx * row_stride + p * piece_stride, written to
+ * off[(r * k + i) * npiece + p]; group > 1 maps query-head rows to KV heads. */
+void kb_winner_offsets(uint64_t *off, const uint32_t *idx, int rows, int group, int k, int npiece,
+                       uint64_t head_stride, uint64_t row_stride, uint64_t piece_stride,
+                       cudaStream_t s);
+
+/* ---- quantize.cu: keys -> Fathom planes ------------------------------------ */
+
+/* Quantise n tokens of heads KV heads (keys bf16, head h's token t at
+ * k + (h * head_stride + t * KREF_D)) into the planes layout, head h's
+ * index at out + h * out_head_stride bytes (n / T chunks). n % T == 0. */
+void kb_quantize(const uint16_t *k, size_t head_stride, int heads, size_t n, int T,
+                 uint8_t *out, size_t out_head_stride, cudaStream_t s);
+
+/* ---- wfplan.cu: per-query read plans ---------------------------------------- */
+
+/* For each of heads KV heads: gains from its g query heads (q + h * g * KREF_D)
+ * and sigma2 (KREF_D floats), ranked with decay 4 (Fathom) or 1 (SparQ), the
+ * first budget plane bits taken; plan[h] for chunk size T. */
+void kb_wf_plan(const float *q, int g, const float *sigma2, int heads, int budget, int decay,
+                int T, kref_plan_t *plan, cudaStream_t s);
+
+/* ---- fetch.cu: plane-prefix fetch ------------------------------------------- */
+
+/* SM zero-copy fetch of the plane prefixes named by plan[h] from a full index
+ * (head h at src + h * src_head_stride, host or HBM) into the compact layout
+ * (head h at dst + h * dst_head_stride; active channel a, chunk c at
+ * n/T * cum[a] + c * kref_prefix_bytes). blocks of 256 threads. */
+void kb_fetch_prefix_sm(const uint8_t *src, size_t src_head_stride, uint8_t *dst,
+                        size_t dst_head_stride, const kref_plan_t *plan, int heads, size_t n,
+                        int T, int blocks, cudaStream_t s);
+
+/* ---- scan_planes.cu: Fathom / SparQ bit-plane scan --------------------------- */
+
+/* Scores of heads KV heads over n tokens, qg query heads each: query row g of
+ * KV head h at q + (h * qg + g) * KREF_D, its scores at scores + (h * qg + g) * n.
+ * The index of head h is at idx + h * head_stride (host or HBM), in the
+ * compact layout of plan[h] when compact != 0, else the full layout.
+ * variant 1: one token per thread; 2: two per thread (needs T >= 256 and
+ * n % 256 == 0, else variant 1 runs). */
+void kb_scan_planes(int variant, const uint8_t *idx, size_t head_stride, int compact,
+                    const kref_plan_t *plan, const float *q, int qg, int heads, size_t n, int T,
+                    float *scores, cudaStream_t s);
+
+/* ---- scan_other.cu: per-token, Hamming and landmark scans -------------------- */
+
+/* Per-token index with C channels (scans.h), head h at idx + h * head_stride;
+ * qc + h * C the query on those channels; scores[h * n + i]. */
+void kb_scan_pertoken(const uint8_t *idx, size_t head_stride, int C, const float *qc, int heads,
+                      size_t n, float *scores, cudaStream_t s);
+/* Hamming scan: sig[qh * n + i], qsig[qh], scores[qh * n + i], qheads query heads. */
+void kb_scan_hash(const uint32_t *sig, const uint32_t *qsig, int qheads, size_t n, float *scores,
+                  cudaStream_t s);
+/* Landmark scan: pages of head h at lm + h * head_stride, npages each; q + h *
+ * KREF_D; scores[h * npages + p]. */
+void kb_scan_landmark(const uint8_t *lm, size_t head_stride, const float *q, int heads,
+                      size_t npages, float *scores, cudaStream_t s);
+/* Build per-token and landmark indexes from keys on the GPU (used to make
+ * realistic index contents for the step suite; same output as scans.h). */
+void kb_build_pertoken(const uint16_t *k, size_t head_stride, int heads, size_t n, const int *chans,
+                       int C, uint8_t *out, size_t out_head_stride, cudaStream_t s);
+void kb_build_landmark(const uint16_t *k, size_t head_stride, int heads, size_t n, int P,
+                       uint8_t *out, size_t out_head_stride, cudaStream_t s);
+
+/* ---- topk.cu: radix-select top-k ---------------------------------------------- */
+
+/* Scratch for kb_topk over up to max_rows rows. */
+typedef struct kb_topk_ws kb_topk_ws_t;
+kb_topk_ws_t *kb_topk_ws_new(int max_rows);
+void kb_topk_ws_free(kb_topk_ws_t *w);
+/* For each row r < rows: the k largest of x[r * n .. +n) into idx[r * k ..]
+ * (unordered). 1 <= k <= n. */
+void kb_topk(const float *x, int rows, size_t n, int k, uint32_t *idx, kb_topk_ws_t *w,
+             cudaStream_t s);
+
+/* ---- attn.cu: split-K decode attention ---------------------------------------- */
+
+/* Rows of KV head h: key row r at kv + h * head_stride + r * row_stride (bf16
+ * elements), value at the same + v_off. g query heads per KV head (1 or 4),
+ * q + h * g * KREF_D (already scaled by 1/sqrt(d)). Rows [0, n) are split in
+ * nsplit parts, written as partials part[(h * total_splits + split0 + s) * g + j].
+ * kv host or HBM. */
+void kb_attn_partial(const uint16_t *kv, size_t head_stride, size_t row_stride, size_t v_off,
+                     const float *q, int g, int heads, size_t n, int nsplit, int split0,
+                     int total_splits, void *part, cudaStream_t s);
+/* out[(h * g + j) * KREF_D ..] from total_splits partials per (h, j). */
+void kb_attn_combine(const void *part, int g, int heads, int total_splits, float *out,
+                     cudaStream_t s);
+/* Bytes of partials for heads * total_splits * g. */
+size_t kb_attn_part_bytes(int heads, int total_splits, int g);
+/* A split count that fills the GPU for n rows over heads KV heads. */
+int kb_attn_splits(size_t n, int heads);
+
+/* ---- misc.cu: synthetic data and an empty kernel ------------------------------ */
+
+/* Synthetic keys (ref/kref.h kref_key) as bf16 rows of KREF_D, rows [0, n) of
+ * heads heads at k + h * head_stride + t * row_stride (elements); seed per head. */
+void kb_make_keys(uint16_t *k, size_t head_stride, size_t row_stride, int heads, size_t n,
+                  uint64_t seed, cudaStream_t s);
+/* n floats of N(0, scale^2) noise. */
+void kb_make_normal(float *x, size_t n, float scale, uint64_t seed, cudaStream_t s);
+/* An empty kernel launch (launch overhead measurements). */
+void kb_empty_launch(cudaStream_t s);
+
+#endif

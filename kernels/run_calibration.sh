@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# run_calibration.sh: build kbench and run the calibration suites on the GPU host.
+#
+#   kernels/run_calibration.sh OUTDIR [full|quick|probe] [SUITE...]
+#
+# Writes OUTDIR/SUITE.csv for each suite (default: link kernels step
+# concurrency, each in its own invocation), OUTDIR/run.log (build, stderr of
+# every suite) and OUTDIR/probe.txt (GPU, host memory, huge pages). Each suite
+# runs under a time limit so the whole full run stays within 8 minutes.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${1:?usage: run_calibration.sh OUTDIR [full|quick|probe] [SUITE...]}
+MODE=${2:-full}
+shift $(( $# >= 2 ? 2 : $# ))
+SUITES=${*:-link kernels step concurrency}
+mkdir -p "$OUT"
+LOG="$OUT/run.log"
+
+probe() {
+    { date -u; uname -a; nvidia-smi; nvidia-smi -q -d CLOCK,PCI 2>/dev/null | head -60
+      echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+      grep -E 'MemTotal|MemAvailable|Huge' /proc/meminfo; nproc; ls /sys/class/iommu 2>/dev/null
+      cat /proc/cmdline; } >"$OUT/probe.txt" 2>&1
+}
+
+probe
+echo "== build $(date -u +%T)" >"$LOG"
+make -C kernels -j"$(nproc)" >>"$LOG" 2>&1 || { tail -40 "$LOG"; exit 2; }
+[ "$MODE" = probe ] && exit 0
+
+Q=""; [ "$MODE" = quick ] && Q=--quick
+declare -A LIMIT=([link]=190 [kernels]=150 [step]=120 [concurrency]=95)
+status=0
+for s in $SUITES; do
+    lim=${LIMIT[$s]:-120}; [ "$MODE" = quick ] && lim=90
+    t0=$(date +%s)
+    echo "== $s $(date -u +%T)" >>"$LOG"
+    timeout -k 5 "$lim" kernels/build/kbench "$s" $Q -o "$OUT/$s.csv" 2>>"$LOG"
+    rc=$?
+    echo "$s: rc=$rc in $(( $(date +%s) - t0 )) s, $(grep -vc '^#' "$OUT/$s.csv" 2>/dev/null) lines"
+    [ $rc -ne 0 ] && status=1
+done
+grep -E '^check .*FAILED|fatal|ceilings' "$LOG" | head -20
+exit $status

@@ -1,0 +1,635 @@
+/* suite_kernels.cu: every kernel over a grid of n (4K to 4M tokens), bits, k,
+ * heads, batch and placement, after the reference checks pass.
+ *
+ * Data: one layer (8 KV heads, 4 query heads each, T = 1024) built once at the
+ * largest n, in HBM and in pinned host memory (step.h); a case at n tokens
+ * lays its heads out at n-token strides inside it. Each row's ref_gbps is
+ * the ceiling it should be read against: HBM for device-resident kernels,
+ * the H2D copy peak for anything crossing the link.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "kb.h"
+#include "kern.h"
+#include "checks.h"
+#include "step.h"
+#include "gemm.h"
+#include "ref/scans.h"
+#include "ref/topk.h"
+
+#define HEADS 8
+#define QGROUP 4
+#define T_DEFAULT 1024
+
+typedef struct {
+    const kb_opts_t *o;
+    kb_csv_t *csv;
+    cudaStream_t s;
+    kb_layer_data_t D;
+    const size_t *ns;
+    int nn;
+} ks_t;
+
+/* Time any callable f(stream) with kb_time. */
+template <class F> static void tramp(void *p, cudaStream_t s) { (*(F *)p)(s); }
+static void flush_prep(void *, cudaStream_t s) { kb_l2_flush(s); }
+template <class F> static kb_stats_t time_it(ks_t *K, F f, double est_us, int flush)
+{
+    kb_timing_t tm = kb_timing_for(est_us, K->o->quick);
+    return kb_time(tramp<F>, flush ? flush_prep : NULL, &f, K->s, &tm);
+}
+
+static void put(ks_t *K, kb_row_t *r, kb_stats_t st, double ops)
+{
+    r->st = st;
+    if (ops > 0 && st.med > 0)
+        r->per_s = ops / (st.med * 1e-6);
+    kb_csv_row(K->csv, r);
+}
+
+static void *dalloc(size_t bytes)
+{
+    void *p;
+    CK(cudaMalloc(&p, bytes));
+    CK(cudaMemset(p, 0x3b, bytes));
+    return p;
+}
+
+static void sec_quantize_flush(ks_t *K)
+{
+    size_t nmax = K->ns[K->nn - 1];
+    uint16_t *k = (uint16_t *)dalloc(HEADS * nmax * KREF_D * 2);
+    kb_make_keys(k, nmax * KREF_D, KREF_D, HEADS, nmax, 11, K->s);
+    int Ts[3] = {256, 1024, 4096};
+    uint8_t *out = (uint8_t *)dalloc(HEADS * nmax / 256 * kref_chunk_bytes(256));
+    for (int ti = 0; ti < 3; ti++) {
+        int T = Ts[ti];
+        for (int i = -1; i < K->nn; i++) {        /* i = -1: one chunk, the decode-time unit */
+            size_t n = i < 0 ? (size_t)T : K->ns[i];
+            if (n < (size_t)T || (i >= 0 && T != T_DEFAULT))
+                continue;
+            size_t ob = n / T * kref_chunk_bytes(T);
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                kb_quantize(k, nmax * KREF_D, HEADS, n, T, out, ob, s);
+            }, 10, 1);
+            kb_row_t r = kb_row("quantize", i < 0 ? "chunk" : "bulk");
+            r.n_tokens = (long long)n;
+            r.heads = HEADS;
+            r.bits = 4;
+            r.chunk_tokens = T;
+            r.placement = "hbm";
+            r.bytes_moved = (double)HEADS * (n * KREF_D * 2 + ob);
+            r.ref_gbps = kb_ceil.hbm_gbps;
+            put(K, &r, st, (double)HEADS * n);
+        }
+        /* flush: the chunk of every head to its place in the host index */
+        size_t cb = kref_chunk_bytes(T), hs = K->D.per_head[KB_M_FATHOM];
+        kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+            for (int h = 0; h < HEADS; h++)
+                CK(cudaMemcpyAsync(K->D.h[KB_M_FATHOM] + h * hs, out + h * cb, cb,
+                                   cudaMemcpyDeviceToHost, s));
+        }, 20, 0);
+        kb_row_t r = kb_row("flush", "index_chunk");
+        r.heads = HEADS;
+        r.chunk_tokens = T;
+        r.piece_bytes = (long long)cb;
+        r.pieces = HEADS;
+        r.placement = "host";
+        r.allocator = "hostalloc";
+        r.bytes_moved = (double)HEADS * cb;
+        r.ref_gbps = kb_ceil.d2h_gbps;
+        put(K, &r, st, HEADS);
+    }
+    /* flush of 64 new tokens' K/V rows per head (interleaved: one piece per head) */
+    size_t kvb = 64 * 2 * KREF_D * 2, hs = K->D.per_head[KB_M_DENSE];
+    kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+        for (int h = 0; h < HEADS; h++)
+            CK(cudaMemcpyAsync(K->D.h[KB_M_DENSE] + h * hs, (uint8_t *)k + h * kvb, kvb,
+                               cudaMemcpyDeviceToHost, s));
+    }, 20, 0);
+    kb_row_t r = kb_row("flush", "kv64");
+    r.heads = HEADS;
+    r.piece_bytes = (long long)kvb;
+    r.pieces = HEADS;
+    r.placement = "host";
+    r.layout = "interleaved";
+    r.allocator = "hostalloc";
+    r.bytes_moved = (double)HEADS * kvb;
+    r.ref_gbps = kb_ceil.d2h_gbps;
+    put(K, &r, st, HEADS);
+    CK(cudaFree(k));
+    CK(cudaFree(out));
+}
+
+typedef struct {
+    float *q, *qsum, *sigma2;
+    kref_plan_t *plan;
+} queries_t;
+
+static queries_t make_queries(ks_t *K)
+{
+    queries_t Q;
+    Q.q = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
+    Q.qsum = (float *)dalloc(HEADS * KREF_D * 4);
+    Q.sigma2 = (float *)dalloc(KREF_D * 4);
+    Q.plan = (kref_plan_t *)dalloc(HEADS * sizeof(kref_plan_t));
+    kb_make_normal(Q.q, HEADS * QGROUP * KREF_D, 0.0884f, 21, K->s);
+    kb_make_normal(Q.qsum, HEADS * KREF_D, 0.17f, 22, K->s);
+    float s2[KREF_D];
+    for (int j = 0; j < KREF_D; j++)
+        s2[j] = kref_key_sigma(j) * kref_key_sigma(j);
+    CK(cudaMemcpy(Q.sigma2, s2, sizeof s2, cudaMemcpyHostToDevice));
+    return Q;
+}
+
+static void free_queries(queries_t *Q)
+{
+    CK(cudaFree(Q->q));
+    CK(cudaFree(Q->qsum));
+    CK(cudaFree(Q->sigma2));
+    CK(cudaFree(Q->plan));
+}
+
+/* Plan bytes per chunk summed over heads (host read-back). */
+static double plan_chunk_bytes(ks_t *K, const kref_plan_t *dplan)
+{
+    kref_plan_t p[HEADS];
+    CK(cudaStreamSynchronize(K->s));
+    CK(cudaMemcpy(p, dplan, sizeof p, cudaMemcpyDeviceToHost));
+    double b = 0;
+    for (int h = 0; h < HEADS; h++)
+        b += p[h].chunk_prefix_bytes;
+    return b;
+}
+
+static void sec_wf_plan(ks_t *K, queries_t *Q)
+{
+    struct {
+        const char *v;
+        int budget, decay;
+    } c[4] = {{"fathom", 48, 4}, {"fathom", 96, 4}, {"sparq", 64, 1}, {"sparq", 128, 1}};
+    for (int i = 0; i < 4; i++) {
+        kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+            kb_wf_plan(Q->q, QGROUP, Q->sigma2, HEADS, c[i].budget, c[i].decay, T_DEFAULT, Q->plan, s);
+        }, 5, 0);
+        kb_row_t r = kb_row("wf_plan", c[i].v);
+        r.heads = HEADS;
+        r.qheads = QGROUP;
+        r.bits = c[i].budget;
+        r.chunk_tokens = T_DEFAULT;
+        put(K, &r, st, HEADS);
+    }
+}
+
+/* Plane-prefix fetch from host by each path; scans of the result. */
+static void sec_index_fetch(ks_t *K, queries_t *Q)
+{
+    size_t cap = K->D.n_max / T_DEFAULT * kref_chunk_bytes(T_DEFAULT);
+    uint8_t *cmp = (uint8_t *)dalloc(HEADS * cap);
+    kref_plan_t hp[HEADS];
+    for (int meth = 0; meth < 2; meth++) {
+        int budget = meth ? 64 : 48, decay = meth ? 1 : 4;
+        for (int i = 0; i < K->nn; i++) {
+            size_t n = K->ns[i], chunks = n / T_DEFAULT;
+            size_t hs = n / T_DEFAULT * kref_chunk_bytes(T_DEFAULT);
+            size_t cs = (hs + 15) / 16 * 16;
+            kb_wf_plan(Q->q, QGROUP, Q->sigma2, HEADS, budget, decay, T_DEFAULT, Q->plan, K->s);
+            double bytes = chunks * plan_chunk_bytes(K, Q->plan);
+            CK(cudaMemcpy(hp, Q->plan, sizeof hp, cudaMemcpyDeviceToHost));
+            const uint8_t *src = K->D.h[KB_M_FATHOM];
+            for (int path = 0; path < 3; path++) {
+                if (path == 2 && (meth || n > 256 * 1024))
+                    continue;                       /* batched: ~0.5 us per piece */
+                if (path == 1 && meth)
+                    continue;
+                void **dsts = NULL, **srcs = NULL;
+                size_t *sizes = NULL, np = 0;
+                if (path == 2) {
+                    for (int h = 0; h < HEADS; h++)
+                        np += chunks * hp[h].n_active;
+                    dsts = (void **)malloc(np * sizeof *dsts);
+                    srcs = (void **)malloc(np * sizeof *srcs);
+                    sizes = (size_t *)malloc(np * sizeof *sizes);
+                    size_t e = 0;
+                    for (int h = 0; h < HEADS; h++)
+                        for (int a = 0; a < hp[h].n_active; a++)
+                            for (size_t c = 0; c < chunks; c++, e++) {
+                                sizes[e] = kref_prefix_bytes(T_DEFAULT, hp[h].depth[a]);
+                                dsts[e] = cmp + h * cs + chunks * hp[h].cum[a] + c * sizes[e];
+                                srcs[e] = (void *)(src + h * hs + c * kref_chunk_bytes(T_DEFAULT) +
+                                                   hp[h].chan[a] * kref_chan_bytes(T_DEFAULT));
+                            }
+                }
+                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                    if (path == 0) {
+                        kb_fetch_prefix_sm(src, hs, cmp, cs, Q->plan, HEADS, n, T_DEFAULT,
+                                           4 * kb_sm_count(), s);
+                    } else if (path == 1) {
+                        for (int h = 0; h < HEADS; h++)
+                            for (int a = 0; a < hp[h].n_active; a++) {
+                                size_t pb = kref_prefix_bytes(T_DEFAULT, hp[h].depth[a]);
+                                CK(cudaMemcpy2DAsync(cmp + h * cs + chunks * hp[h].cum[a], pb,
+                                                     src + h * hs + hp[h].chan[a] *
+                                                                        kref_chan_bytes(T_DEFAULT),
+                                                     kref_chunk_bytes(T_DEFAULT), pb, chunks,
+                                                     cudaMemcpyHostToDevice, s));
+                            }
+                    } else {
+                        struct cudaMemcpyAttributes at;
+                        memset(&at, 0, sizeof at);
+                        at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+                        size_t i0 = 0;
+                        CK(cudaMemcpyBatchAsync(dsts, (const void *const *)srcs, sizes, np, &at,
+                                                &i0, 1, s));
+                    }
+                }, bytes / (kb_ceil.h2d_gbps * 1e3), 0);
+                static const char *pv[3] = {"sm", "ce2d", "cebatch"};
+                kb_row_t r = kb_row("index_fetch", pv[path]);
+                r.method = meth ? "sparq" : "fathom";
+                r.n_tokens = (long long)n;
+                r.heads = HEADS;
+                r.bits = meth ? 68 : 56;
+                r.chunk_tokens = T_DEFAULT;
+                r.region_bytes = (long long)(HEADS * hs);
+                r.placement = "host";
+                r.allocator = "hostalloc";
+                r.layout = "planes";
+                r.bytes_moved = bytes;
+                r.ref_gbps = kb_ceil.h2d_gbps;
+                if (path == 0)
+                    r.blocks = 4 * kb_sm_count();
+                if (path == 2)
+                    r.pieces = (long long)np;
+                put(K, &r, st, (double)HEADS * n);
+                free(dsts);
+                free(srcs);
+                free(sizes);
+            }
+        }
+    }
+    CK(cudaFree(cmp));
+}
+
+static kb_row_t scan_row(const char *v, size_t n, int bits, const char *place, const char *layout,
+                         double bytes)
+{
+    kb_row_t r = kb_row("scan", v);
+    r.n_tokens = (long long)n;
+    r.heads = HEADS;
+    r.bits = bits;
+    r.placement = place;
+    r.layout = layout;
+    r.bytes_moved = bytes;
+    r.ref_gbps = strcmp(place, "host") ? kb_ceil.hbm_gbps : kb_ceil.h2d_gbps;
+    if (!strcmp(place, "host"))
+        r.allocator = "hostalloc";
+    return r;
+}
+
+static void sec_scans(ks_t *K, queries_t *Q)
+{
+    size_t nmax = K->D.n_max;
+    float *sc = (float *)dalloc(HEADS * QGROUP * nmax * 4);
+    uint8_t *cmp = (uint8_t *)dalloc(HEADS * (nmax / T_DEFAULT * kref_chunk_bytes(T_DEFAULT) + 16));
+    float *qc = (float *)dalloc(HEADS * 32 * 4);
+    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4);
+    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    for (int i = 0; i < K->nn; i++) {
+        size_t n = K->ns[i], hs = n / T_DEFAULT * kref_chunk_bytes(T_DEFAULT), cs = (hs + 15) / 16 * 16;
+        /* planes: fathom (48 plane bits) and sparq (r = 16), full layout in HBM and compact */
+        for (int meth = 0; meth < 2; meth++) {
+            kb_wf_plan(Q->q, QGROUP, Q->sigma2, HEADS, meth ? 64 : 48, meth ? 1 : 4, T_DEFAULT,
+                       Q->plan, K->s);
+            double idxb = n / T_DEFAULT * plan_chunk_bytes(K, Q->plan);
+            kb_fetch_prefix_sm(K->D.d[KB_M_FATHOM], hs, cmp, cs, Q->plan, HEADS, n, T_DEFAULT,
+                               4 * kb_sm_count(), K->s);
+            for (int mode = 0; mode < 5; mode++) {   /* full, compact, qg 4, from host, kernel 1 */
+                int compact = mode == 1, qg = mode == 2 ? 4 : 1, host = mode == 3;
+                int variant = mode == 4 ? 1 : 2;
+                if (mode >= 2 && (meth || (n != 65536 && n != 1048576)))
+                    continue;
+                const uint8_t *idx = compact ? cmp : (host ? K->D.h[KB_M_FATHOM] : K->D.d[KB_M_FATHOM]);
+                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                    kb_scan_planes(variant, idx, compact ? cs : hs, compact, Q->plan,
+                                   qg == 4 ? Q->q : Q->qsum, qg, HEADS, n, T_DEFAULT, sc, s);
+                }, n / 1e3, 1);
+                kb_row_t r = scan_row(meth ? "sparq" : "fathom", n, meth ? 68 : 56,
+                                      host ? "host" : "hbm",
+                                      compact ? "compact" : (variant == 1 ? "full;kernel1" : "full"),
+                                      idxb + 4.0 * HEADS * qg * n);
+                r.qheads = qg;
+                r.chunk_tokens = T_DEFAULT;
+                put(K, &r, st, (double)HEADS * n);
+            }
+        }
+        /* per-token packed, 136 and 68 bits */
+        for (int C = 32; C >= 16; C /= 2) {
+            kb_method_t m = C == 32 ? KB_M_PT136 : KB_M_PT68;
+            size_t phs = n / 64 * kref_pt_block_bytes(C);
+            for (int host = 0; host < 2; host++) {
+                if (host && n != 1048576)
+                    continue;
+                const uint8_t *idx = host ? K->D.h[m] : K->D.d[m];
+                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                    kb_scan_pertoken(idx, phs, C, qc, HEADS, n, sc, s);
+                }, n / 1e3, 1);
+                kb_row_t r = scan_row(C == 32 ? "pertoken136" : "pertoken68", n, C == 32 ? 136 : 68,
+                                      host ? "host" : "hbm", "pertoken", HEADS * (phs + 4.0 * n));
+                put(K, &r, st, (double)HEADS * n);
+            }
+        }
+        /* HashAttention: 32 query heads */
+        for (int host = 0; host < 2; host++) {
+            if (host && n != 1048576)
+                continue;
+            const uint32_t *sig = (const uint32_t *)(host ? K->D.h[KB_M_HASH] : K->D.d[KB_M_HASH]);
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                kb_scan_hash(sig, qsig, HEADS * QGROUP, n, sc, s);
+            }, n / 1e3, 1);
+            kb_row_t r = scan_row("hashattn", n, 32 * QGROUP, host ? "host" : "hbm", "signatures",
+                                  8.0 * HEADS * QGROUP * n);
+            r.qheads = QGROUP;
+            put(K, &r, st, (double)HEADS * QGROUP * n);
+        }
+        /* page landmarks */
+        for (int P = 8; P <= 16; P *= 2) {
+            kb_method_t m = P == 8 ? KB_M_LM8 : KB_M_LM16;
+            size_t np = n / P, lhs = np * KREF_LM_PAGE_BYTES;
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                kb_scan_landmark(K->D.d[m], lhs, Q->qsum, HEADS, np, sc, s);
+            }, n / 1e3, 1);
+            kb_row_t r = scan_row(P == 8 ? "landmark8" : "landmark16", n, 4096 / P, "hbm", "pages",
+                                  HEADS * (lhs + 4.0 * np));
+            put(K, &r, st, (double)HEADS * n);
+        }
+    }
+    CK(cudaFree(sc));
+    CK(cudaFree(cmp));
+    CK(cudaFree(qc));
+    CK(cudaFree(qsig));
+}
+
+static void sec_topk(ks_t *K)
+{
+    size_t nmax = K->o->quick ? (1u << 20) : (16u << 20);
+    int rows_max = HEADS * QGROUP;
+    float *x = (float *)dalloc(HEADS * nmax * 4);
+    kb_make_normal(x, HEADS * nmax, 3.0f, 31, K->s);
+    uint32_t *idx = (uint32_t *)dalloc(rows_max * 4096 * 4);
+    kb_topk_ws_t *ws = kb_topk_ws_new(rows_max);
+    int ks[] = {64, 256, 1024, 2048, 4096};
+    for (size_t n = 4096; n <= nmax; n *= 4)
+        for (int ki = 0; ki < 5; ki++) {
+            int k = ks[ki], rows = HEADS;
+            if ((size_t)k > n || (K->o->quick && ki % 2))
+                continue;
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass && (n != (1u << 20) || k != 2048))
+                    continue;
+                rows = pass ? rows_max : HEADS;      /* per query head (HashAttention) */
+                if ((size_t)rows * n > HEADS * nmax)
+                    continue;
+                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                    kb_topk(x, rows, n, k, idx, ws, s);
+                }, 20 + n / 1e3, 1);
+                kb_row_t r = kb_row("topk", "radix");
+                r.n_tokens = (long long)n;
+                r.heads = rows;
+                r.k = k;
+                r.placement = "hbm";
+                r.bytes_moved = 4.0 * rows * n * (KREF_TOPK_PASSES + 1);
+                r.ref_gbps = kb_ceil.hbm_gbps;
+                put(K, &r, st, (double)rows * n);
+            }
+        }
+    kb_topk_ws_free(ws);
+    CK(cudaFree(x));
+    CK(cudaFree(idx));
+}
+
+/* Winner fetch from host K/V by layout, then sparse attention over winners. */
+static void sec_winners_attn(ks_t *K, queries_t *Q)
+{
+    int kmax = 4096, ks[] = {256, 1024, 2048, 4096};
+    uint32_t *idx = (uint32_t *)dalloc(HEADS * kmax * 4);
+    uint64_t *off = (uint64_t *)dalloc(HEADS * kmax * 2 * 8);
+    uint16_t *win = (uint16_t *)dalloc((size_t)HEADS * kmax * 2 * KREF_D * 2);
+    uint32_t *hidx = (uint32_t *)malloc(HEADS * kmax * 4);
+    struct {
+        const char *name;
+        int npiece, P, shared;
+        size_t piece;
+    } L[5] = {{"apart", 2, 1, 0, 256}, {"interleaved", 1, 1, 0, 512}, {"token", 1, 1, 1, 4096},
+              {"page8", 1, 8, 0, 4096}, {"page16", 1, 16, 0, 8192}};
+    const uint8_t *kv = K->D.h[KB_M_DENSE];
+    size_t nsel[3] = {256 * 1024, 1024 * 1024, 4u << 20};
+    for (int ni = 0; ni < 3; ni++) {
+        size_t n = nsel[ni];
+        if (n > K->D.n_max || (K->o->quick && ni != 1))
+            continue;
+        for (int li = 0; li < 5; li++)
+            for (int ki = 0; ki < 4; ki++) {
+                int k = ks[ki], heads = L[li].shared ? 1 : HEADS, kk = k / L[li].P;
+                for (int i = 0; i < heads * kk; i++)
+                    hidx[i] = (uint32_t)(kref_mix64(i * 131 + k + n) % (n / L[li].P));
+                CK(cudaMemcpy(idx, hidx, heads * kk * 4, cudaMemcpyHostToDevice));
+                /* apart: K region then V region; others: per-head rows of 512 B (token:
+                 * all heads of a token together, 4 KiB) */
+                uint64_t hs = L[li].shared ? 0 : (li == 0 ? n * 256 : n * 512);
+                uint64_t rs = L[li].piece, ps = li == 0 ? (uint64_t)HEADS * n * 256 : 0;
+                size_t npieces = (size_t)heads * kk * L[li].npiece;
+                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                    kb_winner_offsets(off, idx, heads, 1, kk, L[li].npiece, hs, rs, ps, s);
+                    kb_gather(2, win, kv, off, npieces, L[li].piece, 4 * kb_sm_count(), s);
+                }, 2.0 * HEADS * k * 512 / 1e4, 0);
+                kb_row_t r = kb_row("winner_fetch", "sm");
+                r.n_tokens = (long long)n;
+                r.heads = HEADS;
+                r.k = k;
+                r.piece_bytes = (long long)L[li].piece;
+                r.pieces = (long long)npieces;
+                r.region_bytes = (long long)(HEADS * n * 512);
+                r.blocks = 4 * kb_sm_count();
+                r.layout = L[li].name;
+                r.placement = "host";
+                r.allocator = "hostalloc";
+                r.bytes_moved = (double)npieces * L[li].piece;
+                r.ref_gbps = kb_ceil.h2d_gbps;
+                put(K, &r, st, (double)HEADS * k);
+            }
+    }
+    /* sparse attention over k gathered rows (interleaved, in HBM), g = 4 */
+    for (int ki = 0; ki < 4; ki++) {
+        int k = ks[ki], ns = kb_attn_splits(k, HEADS);
+        void *part = dalloc(kb_attn_part_bytes(HEADS, ns, QGROUP));
+        float *out = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
+        kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+            kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, k, ns,
+                            0, ns, part, s);
+            kb_attn_combine(part, QGROUP, HEADS, ns, out, s);
+        }, 10, 1);
+        kb_row_t r = kb_row("attn_sparse", "splitk");
+        r.k = k;
+        r.heads = HEADS;
+        r.qheads = QGROUP;
+        r.placement = "hbm";
+        r.layout = "interleaved";
+        r.bytes_moved = (double)HEADS * k * 512;
+        r.ref_gbps = kb_ceil.hbm_gbps;
+        put(K, &r, st, (double)HEADS * k);
+        CK(cudaFree(part));
+        CK(cudaFree(out));
+    }
+    free(hidx);
+    CK(cudaFree(idx));
+    CK(cudaFree(off));
+    CK(cudaFree(win));
+}
+
+static void attn_case(ks_t *K, queries_t *Q, const char *op, const uint16_t *kv, size_t hs, size_t n,
+                      const char *place)
+{
+    int ns = kb_attn_splits(n, HEADS);
+    void *part = dalloc(kb_attn_part_bytes(HEADS, ns, QGROUP));
+    float *out = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
+    double bytes = (double)HEADS * n * 512;
+    int host = !strcmp(place, "host");
+    kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+        kb_attn_partial(kv, hs, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, n, ns, 0, ns, part, s);
+        kb_attn_combine(part, QGROUP, HEADS, ns, out, s);
+    }, bytes / ((host ? kb_ceil.h2d_gbps : kb_ceil.hbm_gbps) * 1e3), !host);
+    kb_row_t r = kb_row(op, "splitk");
+    r.n_tokens = (long long)n;
+    r.heads = HEADS;
+    r.qheads = QGROUP;
+    r.placement = place;
+    r.layout = "interleaved";
+    r.bytes_moved = bytes;
+    r.ref_gbps = host ? kb_ceil.h2d_gbps : kb_ceil.hbm_gbps;
+    if (host)
+        r.allocator = "hostalloc";
+    put(K, &r, st, (double)HEADS * n);
+    CK(cudaFree(part));
+    CK(cudaFree(out));
+}
+
+static void sec_dense_attn(ks_t *K, queries_t *Q)
+{
+    for (int i = 0; i < K->nn; i++) {
+        size_t n = K->ns[i];
+        attn_case(K, Q, "attn_dense", (const uint16_t *)K->D.d[KB_M_DENSE], n * 2 * KREF_D, n, "hbm");
+        attn_case(K, Q, "attn_dense", (const uint16_t *)K->D.h[KB_M_DENSE], n * 2 * KREF_D, n, "host");
+    }
+    for (size_t n = 64; n <= 8192; n *= 4)
+        attn_case(K, Q, "attn_tail", (const uint16_t *)K->D.d[KB_M_DENSE], n * 2 * KREF_D, n, "hbm");
+}
+
+static void sec_gemm(ks_t *K)
+{
+    const kb_model_t *m = kb_model(K->o->model);
+    kb_gemm_t *g = kb_gemm_new(m, 256);
+    for (int w = 0; w < KB_GEMM_N; w++)
+        for (int b = 1; b <= 256; b *= 2) {
+            if (K->o->quick && b != 1 && b != 16 && b != 256)
+                continue;
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) { kb_gemm_run(g, w, b, s); }, 50, 1);
+            kb_row_t r = kb_row("gemm", kb_gemm_name(w));
+            r.batch = b;
+            r.placement = "hbm";
+            r.bytes_moved = kb_gemm_bytes(g, w, b);
+            r.ref_gbps = kb_ceil.hbm_gbps;
+            put(K, &r, st, kb_gemm_flops(g, w, b));
+        }
+    kb_gemm_free(g);
+}
+
+static double wall_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void sec_launch(ks_t *K)
+{
+    int n = K->o->quick ? 1000 : 10000;
+    /* host-side cost per launch (back to back, no sync), and device time per launch */
+    double t0 = wall_us();
+    for (int i = 0; i < n; i++)
+        kb_empty_launch(K->s);
+    double host_us = (wall_us() - t0) / n;
+    CK(cudaStreamSynchronize(K->s));
+    kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+        for (int i = 0; i < 100; i++)
+            kb_empty_launch(s);
+    }, 300, 0);
+    kb_row_t r = kb_row("launch", "empty_b2b");
+    r.pieces = 100;
+    r.st = st;
+    r.per_s = 100 / (st.med * 1e-6);
+    kb_csv_row(K->csv, &r);
+    kb_row_t h = kb_row("launch", "host_enqueue");
+    h.pieces = 1;
+    h.st.reps = n;
+    h.st.med = h.st.p10 = h.st.p90 = h.st.p99 = h.st.mean = host_us;
+    h.per_s = 1e6 / host_us;
+    kb_csv_row(K->csv, &h);
+    int sizes[] = {1, 10, 100};
+    for (int i = 0; i < 3; i++) {
+        cudaGraph_t gr;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(K->s, cudaStreamCaptureModeThreadLocal));
+        for (int j = 0; j < sizes[i]; j++)
+            kb_empty_launch(K->s);
+        CK(cudaStreamEndCapture(K->s, &gr));
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        kb_stats_t gs = time_it(K, [&](cudaStream_t s) { CK(cudaGraphLaunch(ge, s)); }, 10, 0);
+        kb_row_t g = kb_row("graph_replay", "empty_nodes");
+        g.pieces = sizes[i];
+        put(K, &g, gs, sizes[i]);
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(gr));
+    }
+}
+
+int kb_suite_kernels(const kb_opts_t *o)
+{
+    ks_t K;
+    memset(&K, 0, sizeof K);
+    K.o = o;
+    static const size_t full[] = {4096, 16384, 65536, 262144, 1048576, 4194304};
+    static const size_t quick[] = {4096, 65536, 1048576};
+    K.ns = o->quick ? quick : full;
+    K.nn = o->quick ? 3 : 6;
+    uint64_t seed = (uint64_t)time(NULL);
+    fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
+    if (kb_checks(seed)) {
+        fprintf(stderr, "kbench: kernels: a reference check failed; nothing timed\n");
+        return 1;
+    }
+    K.csv = kb_csv_open(o->out_path, "kernels", "hostalloc (cudaHostAlloc mapped|portable)", o);
+    kb_csv_meta(K.csv, "checks", "all kernels passed their C reference checks (seed %llu)",
+                (unsigned long long)seed);
+    kb_csv_meta(K.csv, "data", "%d KV heads x %d query heads, T = %d, synthetic keys (kref_key)",
+                HEADS, QGROUP, T_DEFAULT);
+    kb_measure_ceilings(K.csv);
+    CK(cudaStreamCreateWithFlags(&K.s, cudaStreamNonBlocking));
+    if (kb_layer_data_new(&K.D, K.ns[K.nn - 1], HEADS, QGROUP, T_DEFAULT, 1, seed) != 0)
+        kb_die("cannot pin the layer's host data", __FILE__, __LINE__);
+    queries_t Q = make_queries(&K);
+    sec_launch(&K);
+    sec_quantize_flush(&K);
+    sec_wf_plan(&K, &Q);
+    sec_index_fetch(&K, &Q);
+    sec_scans(&K, &Q);
+    sec_topk(&K);
+    sec_winners_attn(&K, &Q);
+    sec_dense_attn(&K, &Q);
+    sec_gemm(&K);
+    free_queries(&Q);
+    kb_layer_data_free(&K.D);
+    CK(cudaStreamDestroy(K.s));
+    kb_csv_close(K.csv);
+    return 0;
+}

@@ -1,0 +1,496 @@
+/* suite_link.cu: the link suite (copy engine and SM paths between host and GPU).
+ *
+ * One pinned host buffer per allocator (allocated once, reused by every case,
+ * freed before the next allocator), one device buffer. Cases: CE copies by
+ * size (single and back to back, H2D and D2H), duplex, 1-16 streams, 2D and
+ * batched copies by piece size, SM gathers by piece x region x blocks x
+ * allocator, mixes of paths run at once, and pairs of one path over disjoint
+ * regions. Concurrent components each get a row with their own completion
+ * time from the common start, tied by policy and concurrent_id.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kb.h"
+#include "kern.h"
+#include "hostmem.h"
+
+#define MAX_STREAMS 16
+#define MAX_MIX 16
+
+typedef enum { W_H2D, W_D2H, W_GATHER, W_BATCH, W_2D } wkind_t;
+
+/* One unit of transfer work, enqueued on a stream. */
+typedef struct {
+    wkind_t kind;
+    int times;                 /* back-to-back repetitions inside one timing */
+    size_t bytes;              /* per copy (H2D, D2H) */
+    size_t piece, region, npieces, spitch;
+    int blocks, variant;
+    char *host, *dev;
+    uint64_t *off;             /* device offsets (gather) */
+    void **dsts, **srcs;       /* host arrays (batch) */
+    size_t *sizes;
+    int failed;                /* an API refused the case */
+} work_t;
+
+typedef struct {
+    const kb_opts_t *o;
+    kb_csv_t *csv;
+    cudaStream_t s[MAX_STREAMS];
+    char *dev;                 /* device scratch */
+    size_t dev_bytes;
+    uint64_t *off[2];          /* two offset lists, max_pieces each */
+    size_t max_pieces;
+    kb_hostbuf_t hb;           /* the current allocator's host buffer */
+} link_t;
+
+static void work_enqueue(void *p, cudaStream_t s)
+{
+    work_t *w = (work_t *)p;
+    for (int i = 0; i < w->times && !w->failed; i++) {
+        switch (w->kind) {
+        case W_H2D:
+            CK(cudaMemcpyAsync(w->dev, w->host, w->bytes, cudaMemcpyHostToDevice, s));
+            break;
+        case W_D2H:
+            CK(cudaMemcpyAsync(w->host, w->dev, w->bytes, cudaMemcpyDeviceToHost, s));
+            break;
+        case W_GATHER:
+            kb_gather(w->variant, w->dev, w->host, w->off, w->npieces, w->piece, w->blocks, s);
+            break;
+        case W_2D:
+            CK(cudaMemcpy2DAsync(w->dev, w->piece, w->host, w->spitch, w->piece, w->npieces,
+                                 cudaMemcpyHostToDevice, s));
+            break;
+        case W_BATCH: {
+            struct cudaMemcpyAttributes at;
+            memset(&at, 0, sizeof at);
+            at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+            size_t idx0 = 0;
+            cudaError_t e = cudaMemcpyBatchAsync(w->dsts, (const void *const *)w->srcs, w->sizes,
+                                                 w->npieces, &at, &idx0, 1, s);
+            if (e != cudaSuccess) {
+                fprintf(stderr, "kbench: cudaMemcpyBatchAsync: %s\n", cudaGetErrorString(e));
+                w->failed = 1;
+            }
+            break;
+        }
+        }
+    }
+}
+
+static double work_bytes(const work_t *w)
+{
+    switch (w->kind) {
+    case W_H2D:
+    case W_D2H:
+        return (double)w->bytes * w->times;
+    default:
+        return (double)w->npieces * w->piece * w->times;
+    }
+}
+
+static const char *work_op(const work_t *w)
+{
+    static const char *ops[] = {"h2d_copy", "d2h_copy", "sm_gather", "h2d_batch", "h2d_copy2d"};
+    return ops[w->kind];
+}
+
+/* A row describing w (timing and policy filled by the caller). */
+static kb_row_t work_row(const link_t *L, const work_t *w, const char *variant)
+{
+    kb_row_t r = kb_row(work_op(w), variant);
+    r.allocator = kb_alloc_name(L->hb.kind);
+    r.placement = "host";
+    r.bytes_moved = work_bytes(w);
+    r.streams = 1;
+    if (w->kind == W_H2D || w->kind == W_D2H) {
+        r.piece_bytes = (long long)w->bytes;
+        r.pieces = w->times;
+    } else {
+        r.piece_bytes = (long long)w->piece;
+        r.pieces = (long long)(w->npieces * w->times);
+        r.region_bytes = (long long)w->region;
+    }
+    if (w->kind == W_GATHER)
+        r.blocks = w->blocks;
+    if (w->kind == W_2D) {
+        static char lay[64];
+        snprintf(lay, sizeof lay, "spitch=%zu", w->spitch);
+        r.layout = lay;
+    }
+    r.ref_gbps = w->kind == W_D2H ? kb_ceil.d2h_gbps : kb_ceil.h2d_gbps;
+    return r;
+}
+
+static void emit(link_t *L, kb_row_t *r, kb_stats_t st)
+{
+    r->st = st;
+    if (r->pieces > 0 && st.med > 0)
+        r->per_s = r->pieces / (st.med * 1e-6);
+    kb_csv_row(L->csv, r);
+}
+
+/* Time w alone and write its row. */
+static void run_single(link_t *L, work_t *w, const char *variant)
+{
+    double est = work_bytes(w) / (kb_ceil.h2d_gbps * 1e3);
+    kb_timing_t tm = kb_timing_for(est, L->o->quick);
+    kb_stats_t st = kb_time(work_enqueue, NULL, w, L->s[0], &tm);
+    if (w->failed)
+        return;
+    kb_row_t r = work_row(L, w, variant);
+    r.policy = "alone";
+    emit(L, &r, st);
+}
+
+/* Start n works at once (stream i for work i, released by one event) and
+ * write one row per work with its completion time from the common start. */
+static void run_mix(link_t *L, work_t *w, int n, const char *policy, const char **variants)
+{
+    cudaEvent_t start, end[MAX_MIX];
+    CK(cudaEventCreate(&start));
+    for (int i = 0; i < n; i++)
+        CK(cudaEventCreate(&end[i]));
+    int reps = L->o->quick ? 3 : 7;
+    double *t = (double *)malloc(sizeof(double) * reps * n);
+    for (int r = -1; r < reps; r++) {            /* r = -1: warm-up */
+        CK(cudaEventRecord(start, L->s[0]));
+        for (int i = 1; i < n; i++)
+            CK(cudaStreamWaitEvent(L->s[i], start, 0));
+        for (int i = 0; i < n; i++) {
+            work_enqueue(&w[i], L->s[i]);
+            CK(cudaEventRecord(end[i], L->s[i]));
+        }
+        for (int i = 0; i < n; i++) {
+            CK(cudaEventSynchronize(end[i]));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, start, end[i]));
+            if (r >= 0)
+                t[i * reps + r] = ms * 1e3;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (w[i].failed)
+            continue;
+        kb_row_t row = work_row(L, &w[i], variants[i]);
+        row.policy = policy;
+        row.concurrent_id = i;
+        row.streams = n;
+        emit(L, &row, kb_stats(t + i * reps, reps));
+    }
+    free(t);
+    CK(cudaEventDestroy(start));
+    for (int i = 0; i < n; i++)
+        CK(cudaEventDestroy(end[i]));
+}
+
+static work_t copy_work(link_t *L, wkind_t kind, size_t bytes, int times, size_t host_off,
+                        size_t dev_off)
+{
+    work_t w;
+    memset(&w, 0, sizeof w);
+    w.kind = kind;
+    w.bytes = bytes;
+    w.times = times;
+    w.host = (char *)L->hb.ptr + host_off;
+    w.dev = L->dev + dev_off;
+    return w;
+}
+
+/* A gather of payload bytes in piece-sized random pieces of [base, base + region). */
+static work_t gather_work(link_t *L, int list, size_t piece, size_t region, size_t base,
+                          size_t payload, int blocks, size_t dev_off)
+{
+    work_t w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_GATHER;
+    w.times = 1;
+    w.piece = piece;
+    w.region = region;
+    w.npieces = payload / piece;
+    if (w.npieces > L->max_pieces)
+        w.npieces = L->max_pieces;
+    w.blocks = blocks;
+    w.variant = 2;
+    w.host = (char *)L->hb.ptr;
+    w.dev = L->dev + dev_off;
+    w.off = L->off[list];
+    kb_rand_offsets(w.off, w.npieces, region, piece, base, 1000 + piece + region + list, L->s[0]);
+    CK(cudaStreamSynchronize(L->s[0]));
+    return w;
+}
+
+/* A batched copy of count random pieces of [base, base + region); owns host arrays. */
+static work_t batch_work(link_t *L, size_t piece, size_t count, size_t region, size_t base,
+                         size_t dev_off)
+{
+    work_t w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_BATCH;
+    w.times = 1;
+    w.piece = piece;
+    w.region = region;
+    w.npieces = count;
+    w.dsts = (void **)malloc(count * sizeof(void *));
+    w.srcs = (void **)malloc(count * sizeof(void *));
+    w.sizes = (size_t *)malloc(count * sizeof(size_t));
+    for (size_t i = 0; i < count; i++) {
+        w.srcs[i] = (char *)L->hb.ptr + base + kref_mix64(77 + i + piece) % (region / piece) * piece;
+        w.dsts[i] = L->dev + dev_off + i * piece;
+        w.sizes[i] = piece;
+    }
+    return w;
+}
+
+static void batch_free(work_t *w)
+{
+    free(w->dsts);
+    free(w->srcs);
+    free(w->sizes);
+}
+
+static work_t copy2d_work(link_t *L, size_t width, size_t rows, size_t host_off, size_t dev_off)
+{
+    work_t w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_2D;
+    w.times = 1;
+    w.piece = width;
+    w.npieces = rows;
+    w.spitch = 4 * width;
+    w.region = w.spitch * rows;
+    w.host = (char *)L->hb.ptr + host_off;
+    w.dev = L->dev + dev_off;
+    return w;
+}
+
+static void section_ce_sizes(link_t *L)
+{
+    size_t lo = 4 * KB_KIB, hi = L->o->quick ? 256 * KB_MIB : KB_GIB;
+    for (int dir = 0; dir < 2; dir++)
+        for (size_t sz = lo; sz <= hi; sz *= L->o->quick ? 16 : 2) {
+            wkind_t k = dir ? W_D2H : W_H2D;
+            work_t w = copy_work(L, k, sz, 1, 0, 0);
+            run_single(L, &w, "single");
+            size_t times = (256 * KB_MIB) / sz;
+            w.times = (int)(times < 2 ? 2 : (times > 16 ? 16 : times));
+            run_single(L, &w, "b2b");
+        }
+}
+
+static void section_duplex_streams(link_t *L)
+{
+    size_t sizes[] = {4 * KB_MIB, 64 * KB_MIB, 256 * KB_MIB};
+    for (int i = 0; i < 3; i++) {
+        work_t w[2] = {copy_work(L, W_H2D, sizes[i], 1, 0, 0),
+                       copy_work(L, W_D2H, sizes[i], 1, 512 * KB_MIB, 512 * KB_MIB)};
+        const char *v[2] = {"duplex", "duplex"};
+        run_mix(L, w, 2, "mix:h2d+d2h", v);
+    }
+    int ns[] = {1, 2, 4, 8, 16};
+    for (int i = 0; i < 5; i++) {
+        if (L->o->quick && ns[i] > 4)
+            break;
+        work_t w[MAX_STREAMS];
+        const char *v[MAX_STREAMS];
+        size_t each = 64 * KB_MIB;
+        for (int j = 0; j < ns[i]; j++) {
+            w[j] = copy_work(L, W_H2D, each, 1, j * each, (j * each) % (L->dev_bytes / 2));
+            v[j] = "streams";
+        }
+        run_mix(L, w, ns[i], "mix:h2d_streams", v);
+    }
+}
+
+static void section_2d_batch(link_t *L)
+{
+    size_t step = L->o->quick ? 8 : 2;
+    for (size_t wdt = 64; wdt <= 128 * KB_KIB; wdt *= step) {
+        size_t rows = (64 * KB_MIB) / wdt;
+        work_t w = copy2d_work(L, wdt, rows, 0, 0);
+        run_single(L, &w, "spitch4");
+    }
+    size_t regions[] = {256 * KB_MIB, 4 * KB_GIB};
+    for (int ri = 0; ri < 2; ri++) {
+        if (regions[ri] > L->hb.bytes || (L->o->quick && ri))
+            continue;
+        for (size_t p = 64; p <= 128 * KB_KIB; p *= step) {
+            size_t count = (64 * KB_MIB) / p;
+            size_t cap = L->o->quick ? 2048 : 8192;
+            work_t w = batch_work(L, p, count < cap ? count : cap, regions[ri], 0, 0);
+            run_single(L, &w, "random");
+            batch_free(&w);
+        }
+    }
+}
+
+/* Gathers by piece x region at enough blocks; the caller's allocator. */
+static void section_gather_grid(link_t *L)
+{
+    int blocks = 4 * kb_sm_count();
+    size_t payload = L->o->quick ? 16 * KB_MIB : 64 * KB_MIB;
+    size_t step = L->o->quick ? 8 : 2;
+    for (size_t region = 256 * KB_MIB; region <= L->hb.bytes; region *= 4)
+        for (size_t p = 64; p <= 128 * KB_KIB; p *= step) {
+            work_t w = gather_work(L, 0, p, region, 0, payload, blocks, 0);
+            run_single(L, &w, "v2");
+        }
+}
+
+static void section_gather_blocks(link_t *L)
+{
+    int blocks[] = {4, 8, 16, 33, 66, 132, 264, 528, 1056};
+    size_t pieces[] = {256, 512, 2048, 16384};
+    size_t regions[] = {256 * KB_MIB, 4 * KB_GIB};
+    size_t payload = L->o->quick ? 16 * KB_MIB : 64 * KB_MIB;
+    for (int ri = 0; ri < 2; ri++)
+        for (int pi = 0; pi < 4; pi++)
+            for (int bi = 0; bi < 9; bi++) {
+                if (regions[ri] > L->hb.bytes)
+                    continue;
+                if (L->o->quick && (pi != 1 || bi % 3 != 1))
+                    continue;
+                work_t w = gather_work(L, 0, pieces[pi], regions[ri], 0, payload, blocks[bi], 0);
+                run_single(L, &w, "v2");
+                if (ri == 0 && bi == 7) {            /* the unrolled variant vs the plain one */
+                    w.variant = 1;
+                    run_single(L, &w, "v1");
+                }
+            }
+}
+
+static void section_mixes(link_t *L)
+{
+    size_t big = (L->o->quick ? 64 : 256) * KB_MIB;
+    int blocks = 4 * kb_sm_count();
+    struct {
+        size_t piece, region;
+    } g[2] = {{512, 256 * KB_MIB}, {256, KB_GIB}};
+    for (int gi = 0; gi < 2; gi++) {
+        if (g[gi].region > L->hb.bytes / 2)
+            continue;
+        size_t hoff = L->hb.bytes / 2;              /* copies use the upper half */
+        work_t gw = gather_work(L, 0, g[gi].piece, g[gi].region, 0, big, blocks, 0);
+        work_t h2d = copy_work(L, W_H2D, big, 1, hoff, big);
+        work_t d2h = copy_work(L, W_D2H, big, 1, hoff + big, 2 * big);
+        work_t a[2] = {h2d, gw};
+        const char *va[2] = {"mix_copy_gather", "mix_copy_gather"};
+        run_mix(L, a, 2, "mix:copy+gather", va);
+        work_t b[2] = {gw, d2h};
+        const char *vb[2] = {"mix_gather_d2h", "mix_gather_d2h"};
+        run_mix(L, b, 2, "mix:gather+d2h", vb);
+        work_t c[3] = {h2d, gw, d2h};
+        const char *vc[3] = {"mix_all3", "mix_all3", "mix_all3"};
+        run_mix(L, c, 3, "mix:copy+gather+d2h", vc);
+    }
+}
+
+/* Every per-piece path twice at once over disjoint regions. */
+static void section_pairs(link_t *L)
+{
+    size_t payload = L->o->quick ? 16 * KB_MIB : 64 * KB_MIB;
+    int blocks = 4 * kb_sm_count();
+    size_t pieces[] = {256, 512, 2048, 16384};
+    size_t regions[] = {256 * KB_MIB, 4 * KB_GIB};
+    const char *v[2] = {"pair", "pair"};
+    for (int ri = 0; ri < 2; ri++)
+        for (int pi = 0; pi < 4; pi++) {
+            if (2 * regions[ri] > L->hb.bytes || (L->o->quick && pi != 1))
+                continue;
+            work_t w[2] = {gather_work(L, 0, pieces[pi], regions[ri], 0, payload, blocks, 0),
+                           gather_work(L, 1, pieces[pi], regions[ri], regions[ri], payload, blocks,
+                                       L->dev_bytes / 2)};
+            run_mix(L, w, 2, "mix:gather+gather", v);
+        }
+    size_t bp[] = {512, 4096, 32768};
+    for (int pi = 0; pi < 3; pi++) {
+        if (L->o->quick && pi != 1)
+            continue;
+        size_t count = 4096;
+        work_t w[2] = {batch_work(L, bp[pi], count, 256 * KB_MIB, 0, 0),
+                       batch_work(L, bp[pi], count, 256 * KB_MIB, 256 * KB_MIB, L->dev_bytes / 2)};
+        run_mix(L, w, 2, "mix:batch+batch", v);
+        batch_free(&w[0]);
+        batch_free(&w[1]);
+    }
+    size_t widths[] = {512, 4096};
+    for (int i = 0; i < 2; i++) {
+        size_t rows = (64 * KB_MIB) / widths[i];
+        work_t w[2] = {copy2d_work(L, widths[i], rows, 0, 0),
+                       copy2d_work(L, widths[i], rows, 4 * widths[i] * rows, L->dev_bytes / 2)};
+        run_mix(L, w, 2, "mix:copy2d+copy2d", v);
+    }
+}
+
+/* Reference check: a gather reads exactly the bytes at its offsets. */
+static int check_gather(link_t *L)
+{
+    size_t piece = 512, n = 4096;
+    work_t w = gather_work(L, 0, piece, 64 * KB_MIB, 0, n * piece, 64, 0);
+    CK(cudaMemset(L->dev, 0xee, n * piece));
+    work_enqueue(&w, L->s[0]);
+    CK(cudaStreamSynchronize(L->s[0]));
+    uint64_t *off = (uint64_t *)malloc(n * sizeof *off);
+    char *got = (char *)malloc(n * piece);
+    CK(cudaMemcpy(off, w.off, n * sizeof *off, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(got, L->dev, n * piece, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = memcmp(got + i * piece, (char *)L->hb.ptr + off[i], piece) != 0;
+    free(off);
+    free(got);
+    fprintf(stderr, "check sm_gather (%s): %s\n", kb_alloc_name(L->hb.kind), bad ? "FAILED" : "ok");
+    return bad;
+}
+
+int kb_suite_link(const kb_opts_t *o)
+{
+    link_t L;
+    memset(&L, 0, sizeof L);
+    L.o = o;
+    L.csv = kb_csv_open(o->out_path, "link", "per row (allocator column)", o);
+    kb_measure_ceilings(L.csv);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        CK(cudaStreamCreateWithFlags(&L.s[i], cudaStreamNonBlocking));
+    L.dev_bytes = 2 * KB_GIB;
+    CK(cudaMalloc(&L.dev, L.dev_bytes));
+    L.max_pieces = 2 * 1024 * 1024;
+    for (int i = 0; i < 2; i++)
+        CK(cudaMalloc(&L.off[i], L.max_pieces * sizeof(uint64_t)));
+    int fail = 0;
+    for (int a = 0; a < KB_N_ALLOC; a++) {
+        size_t bytes = o->max_region;
+        if (kb_host_alloc(&L.hb, bytes, (kb_alloc_t)a) != 0) {
+            fprintf(stderr, "kbench: link: allocator %s unavailable, skipped\n",
+                    kb_alloc_name((kb_alloc_t)a));
+            continue;
+        }
+        kb_fill_random(L.hb.ptr, bytes, 42 + a);
+        if (check_gather(&L)) {
+            fail = 1;
+            kb_host_free(&L.hb);
+            continue;
+        }
+        if (a == KB_HOSTALLOC) {
+            section_ce_sizes(&L);
+            section_duplex_streams(&L);
+            section_2d_batch(&L);
+            section_gather_blocks(&L);
+            section_mixes(&L);
+            section_pairs(&L);
+        } else {                                      /* the allocator's effect on each path */
+            work_t w = copy_work(&L, W_H2D, 64 * KB_MIB, 4, 0, 0);
+            run_single(&L, &w, "b2b");
+        }
+        section_gather_grid(&L);
+        kb_host_free(&L.hb);
+    }
+    for (int i = 0; i < MAX_STREAMS; i++)
+        CK(cudaStreamDestroy(L.s[i]));
+    CK(cudaFree(L.dev));
+    CK(cudaFree(L.off[0]));
+    CK(cudaFree(L.off[1]));
+    kb_csv_close(L.csv);
+    return fail;
+}

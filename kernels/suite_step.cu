@@ -1,0 +1,167 @@
+/* suite_step.cu: one whole offloaded attention layer step per method, at n
+ * from 32K to 4M tokens, index and K/V on the host or in HBM.
+ *
+ * Rows: one op=layer_step row per case (total time, bytes over the link) and
+ * one row per stage (op = the stage's op kind, policy in_step), every row
+ * carrying method, bits, k, n, placement, layout, policy and the fetch path
+ * so the simulator can rebuild the case. The step runs on one stream with the
+ * model's layer GEMMs at batch 1.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "kb.h"
+#include "checks.h"
+#include "step.h"
+
+#define HEADS_DEFAULT_T 1024
+#define STEP_K 2048
+#define STEP_TAIL 1024
+
+typedef struct {
+    const kb_opts_t *o;
+    kb_csv_t *csv;
+    cudaStream_t s;
+    kb_gemm_t *gemm;
+    const kb_model_t *m;
+} st_t;
+
+/* Run the session's step reps times; t[stage][rep] stage durations and
+ * total[rep], microseconds. Returns the repetitions done. */
+static int time_steps(st_t *X, kb_session_t *S, int nst, double **t, double *total, int max_reps)
+{
+    cudaEvent_t ev[KB_STEP_MAX_STAGES + 1];
+    for (int i = 0; i <= nst; i++)
+        CK(cudaEventCreate(&ev[i]));
+    for (int w = 0; w < 2; w++)
+        kb_session_step(S, X->s, NULL);
+    CK(cudaStreamSynchronize(X->s));
+    double spent = 0, budget = X->o->quick ? 0.1e6 : 0.25e6;
+    int r = 0;
+    while (r < max_reps && (r < 3 || spent < budget)) {
+        CK(cudaEventRecord(ev[0], X->s));
+        kb_session_step(S, X->s, ev + 1);
+        CK(cudaEventSynchronize(ev[nst]));
+        CKL();
+        float ms;
+        CK(cudaEventElapsedTime(&ms, ev[0], ev[nst]));
+        total[r] = ms * 1e3;
+        spent += total[r];
+        for (int i = 0; i < nst; i++) {
+            CK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+            t[i][r] = ms * 1e3;
+        }
+        r++;
+    }
+    for (int i = 0; i <= nst; i++)
+        CK(cudaEventDestroy(ev[i]));
+    return r;
+}
+
+static kb_row_t case_row(const char *op, const kb_session_t *S, const kb_step_cfg_t *c, int qgroup)
+{
+    (void)S;
+    kb_row_t r = kb_row(op, kb_method_name(c->method));
+    static char layout[96];
+    r.method = kb_method_name(c->method);
+    r.n_tokens = (long long)c->n;
+    r.heads = 8;
+    r.qheads = qgroup;
+    r.bits = kb_method_bits(c->method, qgroup);
+    r.k = c->method == KB_M_DENSE ? -1 : c->k;
+    r.batch = c->batch;
+    r.chunk_tokens = HEADS_DEFAULT_T;
+    r.placement = kb_place_name(c->place);
+    r.region_bytes = (long long)(8 * c->n * 512);
+    snprintf(layout, sizeof layout, "%s;tail=%d",
+             c->method == KB_M_LM8 ? "interleaved;page8"
+             : c->method == KB_M_LM16 ? "interleaved;page16"
+                                      : "interleaved",
+             c->tail_n);
+    r.layout = layout;
+    r.allocator = "hostalloc";
+    r.streams = 1;
+    r.procs = 1;
+    r.policy = c->method == KB_M_FATHOM || c->method == KB_M_SPARQ
+                   ? (c->place != KB_P_HOST ? "fetch:none" : c->fetch_ce2d ? "fetch:ce2d" : "fetch:sm")
+                   : (c->place == KB_P_HOST && c->method != KB_M_DENSE ? "fetch:ce" : "fetch:none");
+    return r;
+}
+
+static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
+{
+    kb_session_t *S = kb_session_new(D, c, X->gemm);
+    const char *ops[KB_STEP_MAX_STAGES];
+    int nst = kb_session_stages(S, ops), max_reps = 30;
+    double *t[KB_STEP_MAX_STAGES], total[30];
+    for (int i = 0; i < nst; i++)
+        t[i] = (double *)malloc(max_reps * sizeof(double));
+    int reps = time_steps(X, S, nst, t, total, max_reps);
+    double link = kb_session_link_bytes(S);
+    kb_row_t r = case_row("layer_step", S, c, D->qgroup);
+    r.st = kb_stats(total, reps);
+    r.bytes_moved = link;
+    r.per_s = 1e6 / r.st.med;
+    r.ref_gbps = kb_ceil.h2d_gbps;
+    kb_csv_row(X->csv, &r);
+    for (int i = 0; i < nst; i++) {
+        kb_row_t sr = case_row(ops[i], S, c, D->qgroup);
+        sr.variant = kb_method_name(c->method);
+        sr.st = kb_stats(t[i], reps);
+        char pol[64];
+        snprintf(pol, sizeof pol, "in_step;%s", r.policy);
+        sr.policy = pol;
+        kb_csv_row(X->csv, &sr);
+        free(t[i]);
+    }
+    kb_session_free(S);
+}
+
+int kb_suite_step(const kb_opts_t *o)
+{
+    st_t X;
+    memset(&X, 0, sizeof X);
+    X.o = o;
+    X.m = kb_model(o->model);
+    uint64_t seed = (uint64_t)time(NULL);
+    if (kb_checks(seed)) {
+        fprintf(stderr, "kbench: step: a reference check failed; nothing timed\n");
+        return 1;
+    }
+    X.csv = kb_csv_open(o->out_path, "step", "hostalloc (cudaHostAlloc mapped|portable)", o);
+    kb_csv_meta(X.csv, "checks", "all kernels passed their C reference checks (seed %llu)",
+                (unsigned long long)seed);
+    kb_csv_meta(X.csv, "step", "one layer of %s: %d KV heads x %d query heads, k = %d per head "
+                "(hashattn: per query head), T = %d, tail %d tokens, layer GEMMs at batch 1; "
+                "fathom reads %d plane bits (bits column counts ~8 bits of scales), sparq r = 16",
+                X.m->name, X.m->kv_heads, X.m->q_heads / X.m->kv_heads, STEP_K, HEADS_DEFAULT_T,
+                STEP_TAIL, 48);
+    kb_measure_ceilings(X.csv);
+    CK(cudaStreamCreateWithFlags(&X.s, cudaStreamNonBlocking));
+    X.gemm = kb_gemm_new(X.m, 1);
+    static const size_t full[] = {32768, 131072, 524288, 1048576, 2097152, 4194304};
+    static const size_t quick[] = {32768, 1048576};
+    const size_t *ns = o->quick ? quick : full;
+    int nn = o->quick ? 2 : 6;
+    kb_layer_data_t D;
+    if (kb_layer_data_new(&D, ns[nn - 1], X.m->kv_heads, X.m->q_heads / X.m->kv_heads,
+                          HEADS_DEFAULT_T, 1, seed) != 0)
+        kb_die("cannot pin the layer's host data", __FILE__, __LINE__);
+    for (int i = 0; i < nn; i++)
+        for (int m = 0; m < KB_M_N; m++)
+            for (int p = 0; p < 3; p++) {
+                kb_step_cfg_t c = {(kb_method_t)m, (kb_place_t)p, ns[i], STEP_K, 0, STEP_TAIL, 1};
+                if (m == KB_M_DENSE && p == KB_P_HBM)
+                    continue;                         /* dense has no index */
+                run_case(&X, &D, &c);
+                if ((m == KB_M_FATHOM || m == KB_M_SPARQ) && p == KB_P_HOST) {
+                    c.fetch_ce2d = 1;
+                    run_case(&X, &D, &c);
+                }
+            }
+    kb_layer_data_free(&D);
+    kb_gemm_free(X.gemm);
+    CK(cudaStreamDestroy(X.s));
+    kb_csv_close(X.csv);
+    return 0;
+}

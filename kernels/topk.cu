@@ -1,0 +1,147 @@
+/* topk.cu: top-k by radix select (ref/topk.h), all rows in one set of launches.
+ *
+ * Per row: three histogram passes over the scores (11, 11 and 10 bits of the
+ * order-preserving key), each followed by a one-warp select of the digit
+ * holding the k-th largest, then one gather pass. Two numbers: 4 * 4n bytes
+ * read, 8 launches; no host synchronisation.
+ */
+#include "kb.h"
+#include "kern.h"
+#include "ref/topk.h"
+
+typedef struct {
+    uint32_t prefix, mask, want, cnt_gt, cnt_eq;
+} topk_state_t;
+
+struct kb_topk_ws {
+    int max_rows;
+    uint32_t *hist;            /* max_rows * KREF_TOPK_BINS */
+    topk_state_t *st;          /* max_rows */
+};
+
+kb_topk_ws_t *kb_topk_ws_new(int max_rows)
+{
+    kb_topk_ws_t *w = (kb_topk_ws_t *)calloc(1, sizeof *w);
+    w->max_rows = max_rows;
+    CK(cudaMalloc(&w->hist, (size_t)max_rows * KREF_TOPK_BINS * sizeof(uint32_t)));
+    CK(cudaMalloc(&w->st, (size_t)max_rows * sizeof(topk_state_t)));
+    return w;
+}
+
+void kb_topk_ws_free(kb_topk_ws_t *w)
+{
+    CK(cudaFree(w->hist));
+    CK(cudaFree(w->st));
+    free(w);
+}
+
+__global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, int k)
+{
+    int r = blockIdx.x;
+    for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
+        hist[r * KREF_TOPK_BINS + i] = 0;
+    if (threadIdx.x == 0) {
+        topk_state_t s = {0u, 0u, (uint32_t)k, 0u, 0u};
+        st[r] = s;
+    }
+}
+
+__global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pass,
+                                  const topk_state_t *__restrict__ st, uint32_t *hist)
+{
+    __shared__ uint32_t h[KREF_TOPK_BINS];
+    int r = blockIdx.y;
+    for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
+        h[i] = 0;
+    __syncthreads();
+    uint32_t prefix = st[r].prefix, mask = st[r].mask;
+    int sh = kref_topk_shift(pass);
+    uint32_t dm = (1u << kref_topk_bits(pass)) - 1;
+    const float *xr = x + r * n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t key = kref_topk_key(xr[i]);
+        if ((key & mask) == prefix)
+            atomicAdd(&h[(key >> sh) & dm], 1u);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
+        if (h[i])
+            atomicAdd(&hist[r * KREF_TOPK_BINS + i], h[i]);
+}
+
+/* One warp per row: lane l owns bins [64 l, 64 l + 64); find the digit d with
+ * count(> d) < want <= count(>= d), counting from the top bin down. */
+__global__ void topk_select_kernel1(int pass, topk_state_t *st, uint32_t *hist)
+{
+    int r = blockIdx.x, lane = threadIdx.x;
+    uint32_t *h = hist + r * KREF_TOPK_BINS;
+    int nb = 1 << kref_topk_bits(pass), per = nb / 32;
+    uint32_t mine = 0;
+    for (int i = 0; i < per; i++)
+        mine += h[lane * per + i];
+    /* inclusive sum over lanes >= lane (the higher bins) */
+    uint32_t above = mine;
+    for (int o = 1; o < 32; o *= 2) {
+        uint32_t v = __shfl_down_sync(0xffffffffu, above, o);
+        if (lane + o < 32)
+            above += v;
+    }
+    uint32_t want = st[r].want;
+    uint32_t higher = above - mine;          /* count in lanes above mine */
+    bool hit = higher < want && above >= want;
+    if (hit) {
+        uint32_t acc = higher;
+        int d = lane * per + per - 1;
+        while (acc + h[d] < want) {
+            acc += h[d];
+            d--;
+        }
+        int sh = kref_topk_shift(pass);
+        st[r].prefix |= (uint32_t)d << sh;
+        st[r].mask |= (uint32_t)(nb - 1) << sh;
+        st[r].want = want - acc;
+    }
+    __syncwarp();
+    for (int i = lane; i < KREF_TOPK_BINS; i += 32)
+        h[i] = 0;
+}
+
+__global__ void topk_gather_kernel1(const float *__restrict__ x, size_t n, int k,
+                                    topk_state_t *st, uint32_t *__restrict__ idx)
+{
+    int r = blockIdx.y;
+    uint32_t tau = st[r].prefix, want = st[r].want;
+    const float *xr = x + r * n;
+    uint32_t *out = idx + (size_t)r * k;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t key = kref_topk_key(xr[i]);
+        if (key > tau) {
+            out[atomicAdd(&st[r].cnt_gt, 1u)] = (uint32_t)i;
+        } else if (key == tau) {
+            uint32_t p = atomicAdd(&st[r].cnt_eq, 1u);
+            if (p < want)
+                out[k - want + p] = (uint32_t)i;
+        }
+    }
+}
+
+void kb_topk(const float *x, int rows, size_t n, int k, uint32_t *idx, kb_topk_ws_t *w,
+             cudaStream_t s)
+{
+    int per_row = (int)((n + 4095) / 4096), cap = 4 * kb_sm_count() / rows;
+    cap = cap < 1 ? 1 : cap;
+    per_row = per_row > cap ? cap : per_row;
+    dim3 grid(per_row < 1 ? 1 : per_row, rows);
+    topk_init_kernel<<<rows, 256, 0, s>>>(w->st, w->hist, k);
+    CKL();
+    for (int pass = 0; pass < KREF_TOPK_PASSES; pass++) {
+        topk_hist_kernel1<<<grid, 256, 0, s>>>(x, n, pass, w->st, w->hist);
+        CKL();
+        topk_select_kernel1<<<rows, 32, 0, s>>>(pass, w->st, w->hist);
+        CKL();
+    }
+    topk_gather_kernel1<<<grid, 256, 0, s>>>(x, n, k, w->st, idx);
+    CKL();
+}

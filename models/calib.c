@@ -1,0 +1,292 @@
+#include "models/calib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/cfg.h"
+
+typedef struct centry {
+    calib_param_t p;   /* strings owned */
+    uint64_t uses, outside;
+    double x_min, x_max;
+} centry_t;
+
+struct calib {
+    centry_t *v;       /* sorted by name */
+    size_t n;
+    uint64_t hash;
+};
+
+static char *dupstr(const char *s)
+{
+    if (!s) s = "";
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void entry_clear(centry_t *en)
+{
+    free((char *)en->p.name);
+    free((char *)en->p.unit);
+    free((char *)en->p.origin);
+}
+
+int calib_new(calib_t **out, err_t *e)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? ERR_OK : err_set(e, ERR_NOMEM, "calib: out of memory");
+}
+
+void calib_free(calib_t *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->n; i++) entry_clear(&c->v[i]);
+    free(c->v);
+    free(c);
+}
+
+static centry_t *entry_find(const calib_t *c, const char *name)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (!strcmp(c->v[i].p.name, name)) return &c->v[i];
+    return NULL;
+}
+
+int calib_set(calib_t *c, const calib_param_t *p, err_t *e)
+{
+    const char *unit = hwcat_param_unit(p->name);
+    if (!unit || hwcat_param_is_text(p->name))
+        return err_set(e, ERR_INVAL, "calib: unknown parameter '%s'", p->name);
+    centry_t ne = {.p = *p, .x_min = NAN, .x_max = NAN};
+    ne.p.name = dupstr(p->name);
+    ne.p.unit = dupstr(unit);
+    ne.p.origin = dupstr(p->origin);
+    if (!ne.p.name || !ne.p.unit || !ne.p.origin) {
+        entry_clear(&ne);
+        return err_set(e, ERR_NOMEM, "calib: out of memory");
+    }
+    centry_t *old = entry_find(c, p->name);
+    if (old) {
+        entry_clear(old);
+        *old = ne;
+        return ERR_OK;
+    }
+    centry_t *nv = realloc(c->v, (c->n + 1) * sizeof *nv);
+    if (!nv) {
+        entry_clear(&ne);
+        return err_set(e, ERR_NOMEM, "calib: out of memory");
+    }
+    c->v = nv;
+    size_t at = c->n;
+    while (at > 0 && strcmp(c->v[at - 1].p.name, ne.p.name) > 0) {
+        c->v[at] = c->v[at - 1];
+        at--;
+    }
+    c->v[at] = ne;
+    c->n++;
+    return ERR_OK;
+}
+
+typedef struct cnode {
+    double value, sd, lo, hi;
+    const char *unit, *origin;
+} cnode_t;
+
+static const cfg_param_t cnode_params[] = {
+    {"value", CFG_T_DOUBLE, offsetof(cnode_t, value), NULL, 1, 0, NULL, "the value, in the unit of the name"},
+    {"stderr", CFG_T_DOUBLE, offsetof(cnode_t, sd), "0", 0, 1e300, NULL, "standard error of the fit"},
+    {"lo", CFG_T_DOUBLE, offsetof(cnode_t, lo), "0", 1, 0, NULL, "predictor range, low end"},
+    {"hi", CFG_T_DOUBLE, offsetof(cnode_t, hi), "-1", 1, 0, NULL, "predictor range, high end"},
+    {"unit", CFG_T_STRING, offsetof(cnode_t, unit), "", 1, 0, NULL, "unit (must match the name's)"},
+    {"origin", CFG_T_STRING, offsetof(cnode_t, origin), NULL, 1, 0, NULL, "fitted CSV, measured, or assumed"},
+};
+
+typedef struct cprofile {
+    const char *profile, *hardware;
+    const cfg_node_t *params;
+} cprofile_t;
+
+static const cfg_param_t cprofile_params[] = {
+    {"profile", CFG_T_STRING, offsetof(cprofile_t, profile), "", 1, 0, NULL, "profile name"},
+    {"hardware", CFG_T_STRING, offsetof(cprofile_t, hardware), "", 1, 0, NULL, "what it was measured on"},
+    {"params", CFG_T_NODE, offsetof(cprofile_t, params), NULL, 1, 0, NULL, "map of name to parameter"},
+};
+
+static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
+{
+    cprofile_t pr;
+    int rc = cfg_bind(cfg_root(doc), cprofile_params, sizeof cprofile_params / sizeof cprofile_params[0], &pr, e);
+    if (rc || !pr.params) return rc;
+    if (cfg_kind(pr.params) != CFG_MAP) return cfg_error(e, ERR_INVAL, pr.params, "expected a map of parameters");
+    for (size_t i = 0; i < cfg_size(pr.params); i++) {
+        const char *name = cfg_key_at(pr.params, i);
+        const cfg_node_t *v = cfg_at(pr.params, i);
+        const char *unit = hwcat_param_unit(name);
+        if (!unit || hwcat_param_is_text(name))
+            return cfg_error(e, ERR_INVAL, v, "unknown calibration parameter '%s'", name);
+        cnode_t cn;
+        rc = cfg_bind(v, cnode_params, sizeof cnode_params / sizeof cnode_params[0], &cn, e);
+        if (rc) return rc;
+        if (*cn.unit && strcmp(cn.unit, unit))
+            return cfg_error(e, ERR_INVAL, cfg_get(v, "unit"), "unit '%s' is not the unit of %s ('%s')", cn.unit, name, unit);
+        calib_param_t p = {name, cn.value, cn.sd, cn.lo, cn.hi, unit, cn.origin};
+        rc = calib_set(c, &p, e);
+        if (rc) return rc;
+    }
+    return ERR_OK;
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int calib_load_string(const char *name, const char *text, calib_t **out, err_t *e)
+{
+    cfg_doc_t *doc = NULL;
+    size_t len = strlen(text);
+    int rc = calib_new(out, e);
+    if (!rc) rc = cfg_parse_string(name, text, len, &doc, e);
+    if (!rc) rc = load_doc(*out, doc, e);
+    cfg_free(doc);
+    if (rc) {
+        calib_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    (*out)->hash = fnv1a(text, len);
+    return ERR_OK;
+}
+
+int calib_load(const char *path, calib_t **out, err_t *e)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return err_set(e, ERR_IO, "%s: cannot open", path);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = ERR_OK;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = 2 * cap + 8192;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                rc = err_set(e, ERR_NOMEM, "calib: out of memory");
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, 4096, fp);
+        len += got;
+        if (got < 4096) break;
+    }
+    if (!rc && ferror(fp)) rc = err_set(e, ERR_IO, "%s: read error", path);
+    fclose(fp);
+    if (!rc) {
+        buf[len] = '\0';
+        rc = calib_load_string(path, buf, out, e);
+    }
+    free(buf);
+    return rc;
+}
+
+int calib_seed(calib_t *c, const hw_t *hw, err_t *e)
+{
+    for (size_t i = 0; i < hw->params.n; i++) {
+        const hw_param_t *hp = &hw->params.p[i];
+        if (hp->text || entry_find(c, hp->key)) continue;
+        calib_param_t p = {hp->key, hp->value, hp->stderr_v, hp->lo, hp->hi, hp->unit, hp->origin};
+        int rc = calib_set(c, &p, e);
+        if (rc) return rc;
+    }
+    return ERR_OK;
+}
+
+const calib_param_t *calib_find(const calib_t *c, const char *name)
+{
+    const centry_t *en = entry_find(c, name);
+    return en ? &en->p : NULL;
+}
+
+int calib_get(const calib_t *c, const char *name, double *out, err_t *e)
+{
+    const centry_t *en = entry_find(c, name);
+    if (!en) return err_set(e, ERR_NOTFOUND, "calib: no parameter '%s' in the profile or the hardware preset", name);
+    *out = en->p.value;
+    return ERR_OK;
+}
+
+static bool is_assumed(const char *origin) { return !strncmp(origin, "assumed", 7); }
+
+void calib_note(calib_t *c, const char *name, double x)
+{
+    centry_t *en = entry_find(c, name);
+    if (!en) return;
+    en->uses++;
+    if (isnan(x)) return;
+    if (isnan(en->x_min) || x < en->x_min) en->x_min = x;
+    if (isnan(en->x_max) || x > en->x_max) en->x_max = x;
+    if (en->p.lo <= en->p.hi && (x < en->p.lo || x > en->p.hi)) en->outside++;
+}
+
+void calib_note_outside(calib_t *c, const char *name)
+{
+    centry_t *en = entry_find(c, name);
+    if (!en) return;
+    en->uses++;
+    en->outside++;
+}
+
+void calib_notes_reset(calib_t *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        c->v[i].uses = c->v[i].outside = 0;
+        c->v[i].x_min = c->v[i].x_max = NAN;
+    }
+}
+
+static bool flagged(const centry_t *en) { return en->uses && (en->outside || is_assumed(en->p.origin)); }
+
+size_t calib_flag_count(const calib_t *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++) n += flagged(&c->v[i]);
+    return n;
+}
+
+bool calib_flag_at(const calib_t *c, size_t i, calib_flag_t *out)
+{
+    for (size_t j = 0; j < c->n; j++) {
+        const centry_t *en = &c->v[j];
+        if (!flagged(en)) continue;
+        if (i--) continue;
+        *out = (calib_flag_t){en->p.name, en->p.origin, is_assumed(en->p.origin), en->uses, en->outside,
+                              en->x_min, en->x_max, en->p.lo, en->p.hi};
+        return true;
+    }
+    return false;
+}
+
+void calib_flags_print(const calib_t *c, FILE *fp)
+{
+    calib_flag_t f;
+    for (size_t i = 0; calib_flag_at(c, i, &f); i++) {
+        fprintf(fp, "  %-24s", f.name);
+        if (f.outside) fprintf(fp, " outside its range [%g, %g] in %llu of %llu uses (seen %g..%g);", f.lo, f.hi,
+                               (unsigned long long)f.outside, (unsigned long long)f.uses, f.x_min, f.x_max);
+        if (f.assumed) fprintf(fp, " %s", f.origin);
+        fputc('\n', fp);
+    }
+}
+
+uint64_t calib_hash(const calib_t *c) { return c->hash; }
+
+size_t calib_count(const calib_t *c) { return c->n; }
+
+const calib_param_t *calib_at(const calib_t *c, size_t i) { return i < c->n ? &c->v[i].p : NULL; }

@@ -1,0 +1,211 @@
+#include "models/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+sim_ps_t cost_ps(double seconds) { return (sim_ps_t)ceil(seconds * (double)SIM_PS_PER_S); }
+
+int cost_init(cost_t *c, calib_t *cal, err_t *e)
+{
+    static const struct { const char *name; size_t off; double scale; } map[] = {
+#define F(n, field, s) {n, offsetof(cost_t, field), s}
+        F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
+        F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9),
+        F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
+        F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
+        F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
+        F("gather_rows_Mps_256MiB", gather_rows_ps[0], 1e6), F("gather_rows_Mps_1GiB", gather_rows_ps[1], 1e6),
+        F("gather_rows_Mps_4GiB", gather_rows_ps[2], 1e6), F("gather_rows_Mps_16GiB", gather_rows_ps[3], 1e6),
+        F("gather_weight", gather_weight, 1), F("gather_duplex_coef", gather_duplex_coef, 1),
+        F("kernel_latency_us", kernel_latency_s, 1e-6), F("kernel_mem_eff", kernel_mem_eff, 1),
+        F("kernel_compute_eff", kernel_compute_eff, 1), F("gemm_mem_eff", gemm_mem_eff, 1),
+        F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
+        F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6),
+        F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
+#undef F
+    };
+    memset(c, 0, sizeof *c);
+    c->cal = cal;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        double v = 0;
+        int rc = calib_get(cal, map[i].name, &v, e);
+        if (rc) return rc;
+        *(double *)((char *)c + map[i].off) = v * map[i].scale;
+    }
+    return ERR_OK;
+}
+
+int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gpu, hwinst_src_t src,
+                       cost_paths_t *out, err_t *e)
+{
+    char name[64];
+    memset(out, 0, sizeof *out);
+    snprintf(name, sizeof name, "gpu%d.hbm", gpu);
+    int rc = hwinst_res(sim, name, &out->hbm, e);
+    snprintf(name, sizeof name, "gpu%d.flops_bf16", gpu);
+    if (!rc) rc = hwinst_res(sim, name, &out->flops_bf16, e);
+    snprintf(name, sizeof name, "gpu%d.flops_fp8", gpu);
+    out->flops_fp8 = sim_res_find(sim, name);
+    if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, 1.0, out->h2d, &out->n_h2d, e);
+    if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, c->gather_duplex_coef, out->gather, &out->n_gather, e);
+    if (!rc) rc = hwinst_path_d2h(hw, sim, gpu, src, out->d2h, &out->n_d2h, e);
+    return rc;
+}
+
+static void set_uses(plan_op_t *op, const plan_use_t *u, uint8_t n)
+{
+    memcpy(op->uses, u, n * sizeof *u);
+    op->n_uses = n;
+}
+
+static const char *const gather_row_names[4] = {"gather_rows_Mps_256MiB", "gather_rows_Mps_1GiB",
+                                                "gather_rows_Mps_4GiB", "gather_rows_Mps_16GiB"};
+
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes)
+{
+    static const double knots[4] = {268435456.0, 1073741824.0, 4294967296.0, 17179869184.0};
+    if (region_bytes <= knots[0]) return c->gather_rows_ps[0];
+    if (region_bytes > knots[3]) return c->gather_rows_ps[3];
+    int i = 0;
+    while (region_bytes > knots[i + 1]) i++;
+    double f = log(region_bytes / knots[i]) / log(knots[i + 1] / knots[i]);
+    return exp(log(c->gather_rows_ps[i]) + f * (log(c->gather_rows_ps[i + 1]) - log(c->gather_rows_ps[i])));
+}
+
+void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
+                   double pieces, double region_bytes, plan_op_t *op)
+{
+    if (pieces < 1) pieces = 1;
+    double piece = bytes / pieces;
+    op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
+    op->cost.work = bytes;
+    op->cost.cap_rate = 0;
+    if (form == COST_SM_GATHER) {
+        op->exec = PLAN_EXEC_GPU;
+        set_uses(op, p->gather, p->n_gather);
+        double blocks_rate = c->gather_blocks * c->gather_block_Bps;
+        double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
+        op->cost.cap_rate = fmin(c->gather_peak_Bps, fmin(blocks_rate, rows_rate));
+        op->cost.latency_ps = cost_ps(c->gather_latency_s);
+        op->weight = c->gather_weight;
+        op->launch_ps = cost_ps(c->launch_s);
+        /* note what shaped the prediction: the binding ceiling among the three, and the rest */
+        if (op->cost.cap_rate == c->gather_peak_Bps) calib_note(c->cal, "gather_peak_GBps", piece);
+        if (op->cost.cap_rate == blocks_rate) {
+            calib_note(c->cal, "gather_block_GBps", c->gather_blocks);
+            calib_note(c->cal, "gather_blocks", NAN);
+        }
+        if (op->cost.cap_rate == rows_rate) {
+            for (int i = 0; i < 4; i++) calib_note(c->cal, gather_row_names[i], piece);
+            if (region_bytes > 17179869184.0) calib_note_outside(c->cal, gather_row_names[3]);
+        }
+        calib_note(c->cal, "gather_latency_us", NAN);
+        calib_note(c->cal, "gather_weight", NAN);
+        calib_note(c->cal, "gather_duplex_coef", NAN);
+        calib_note(c->cal, "launch_us", NAN);
+        return;
+    }
+    op->exec = h2d ? PLAN_EXEC_COPY_H2D : PLAN_EXEC_COPY_D2H;
+    if (h2d) set_uses(op, p->h2d, p->n_h2d);
+    else set_uses(op, p->d2h, p->n_d2h);
+    double peak = h2d ? c->h2d_Bps : c->d2h_Bps;
+    double t_piece = 0;
+    if (form == COST_CE_BATCH) {
+        t_piece = c->cebatch_piece_s;
+        calib_note(c->cal, "cebatch_piece_us", piece);
+    } else if (pieces > 1) {
+        t_piece = c->ce2d_row_s;
+        /* rows of a 2D copy: noted where the row cost could matter (rows up to 1 MiB) */
+        if (piece <= 1048576) calib_note(c->cal, "ce2d_row_ns", piece);
+    }
+    if (t_piece > 0 && bytes > 0) op->cost.cap_rate = bytes / (pieces * t_piece + bytes / peak);
+    op->cost.latency_ps = cost_ps(c->ce_latency_s);
+    op->weight = c->ce_weight;
+    op->launch_ps = cost_ps(c->copy_launch_s);
+    calib_note(c->cal, "ce_latency_us", bytes);
+    calib_note(c->cal, "ce_weight", NAN);
+    calib_note(c->cal, "copy_launch_us", NAN);
+    calib_note(c->cal, h2d ? "h2d_GBps" : "d2h_GBps", NAN);
+}
+
+void cost_kernel(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t,
+                 plan_op_t *op)
+{
+    sim_res_t fr = (t == LLM_FP8 && p->flops_fp8 >= 0) ? p->flops_fp8 : p->flops_bf16;
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 0;
+    if (bytes > 0) {
+        op->cost.work = bytes;
+        op->uses[op->n_uses++] = (plan_use_t){p->hbm, 1.0 / c->kernel_mem_eff};
+        if (flops > 0) op->uses[op->n_uses++] = (plan_use_t){fr, flops / bytes / c->kernel_compute_eff};
+    } else if (flops > 0) {
+        op->cost.work = flops;
+        op->uses[op->n_uses++] = (plan_use_t){fr, 1.0 / c->kernel_compute_eff};
+    } else {
+        op->cost.work = 0;
+    }
+    op->cost.cap_rate = 0;
+    op->cost.latency_ps = cost_ps(c->kernel_latency_s);
+    op->weight = 1.0;
+    op->launch_ps = cost_ps(c->launch_s);
+    calib_note(c->cal, "kernel_latency_us", NAN);
+    calib_note(c->cal, "kernel_mem_eff", NAN);
+    calib_note(c->cal, "kernel_compute_eff", NAN);
+    calib_note(c->cal, "launch_us", NAN);
+}
+
+void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_token, double flops_per_token,
+                    double tokens, llm_dtype_t t, cost_gemm_t *g)
+{
+    double peak = (t == LLM_FP8 && c->fp8_flops > 0) ? c->fp8_flops : c->bf16_flops;
+    *g = (cost_gemm_t){weight_bytes, act_bytes_per_token, flops_per_token, tokens, c->kernel_latency_s,
+                       c->gemm_mem_eff * c->hbm_Bps, c->gemm_compute_eff * peak};
+}
+
+int cost_gemm_fn(const void *model, uint32_t batch, plan_cost_t *out)
+{
+    const cost_gemm_t *g = model;
+    if (!batch) batch = 1;
+    double tokens = g->tokens * batch;
+    double work = g->weight_bytes + tokens * g->act_bytes_per_token;
+    double t_flops = tokens * g->flops_per_token / g->peak_eff_flops;
+    out->work = work;
+    out->cap_rate = t_flops > 0 ? work / t_flops : 0;
+    out->latency_ps = cost_ps(g->latency_s);
+    return ERR_OK;
+}
+
+void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, plan_op_t *op)
+{
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 1;
+    op->uses[0] = (plan_use_t){p->hbm, c->hbm_Bps / g->hbm_eff_Bps};
+    cost_gemm_fn(g, 1, &op->cost);
+    op->cost_fn = cost_gemm_fn;
+    op->cost_model = g;
+    op->weight = 1.0;
+    op->launch_ps = cost_ps(c->launch_s);
+    calib_note(c->cal, "gemm_mem_eff", NAN);
+    calib_note(c->cal, "gemm_compute_eff", g->tokens);
+    calib_note(c->cal, "launch_us", NAN);
+}
+
+int cost_op_alone_ps(const plan_op_t *op, const sim_t *sim, sim_ps_t *out, err_t *e)
+{
+    plan_cost_t c = op->cost;
+    if (op->cost_fn) {
+        int rc = op->cost_fn(op->cost_model, 1, &c);
+        if (rc) return err_set(e, rc, "cost model failed");
+    }
+    double rate = c.cap_rate > 0 ? c.cap_rate : INFINITY;
+    for (uint32_t u = 0; u < op->n_uses; u++) {
+        if (op->uses[u].res < 0 || (size_t)op->uses[u].res >= sim_res_count(sim))
+            return err_set(e, ERR_INVAL, "resource %d not in this simulator", op->uses[u].res);
+        double r = sim_res_capacity(sim, op->uses[u].res) / op->uses[u].coef;
+        if (r < rate) rate = r;
+    }
+    double t_s = (c.work > 0 && isfinite(rate)) ? c.work / rate : 0.0;
+    *out = c.latency_ps + (sim_ps_t)ceil(t_s * (double)SIM_PS_PER_S);
+    return ERR_OK;
+}

@@ -1,0 +1,100 @@
+/* cost — the parametric cost forms of odsim, evaluated from a calibration profile (models/calib.h).
+ *
+ * Every form turns a request (bytes, pieces, region, FLOPs, batch) into the fields of a plan op
+ * (sim/plan.h): cost (work, rate cap, latency), the constraints it crosses with coefficients, its
+ * max-min weight and its launch time. Alone on an idle machine an op takes
+ * latency + work / min(cap, capacity_i / coef_i), so:
+ *   copy engine, contiguous or 2D:  ce_latency + rows·ce2d_row + bytes / link
+ *   copy engine, batched pieces:    ce_latency + pieces·cebatch_piece + bytes / link
+ *   SM zero-copy gather of rows:    gather_latency + bytes / min(gather_peak, blocks·gather_block,
+ *                                   rows_per_s(region)·row_bytes), over the link, duplex coefficient
+ *                                   gather_duplex_coef, weight gather_weight against copies' ce_weight
+ *   kernel:                         kernel_latency + max(bytes / (kernel_mem_eff·hbm),
+ *                                   flops / (kernel_compute_eff·peak))
+ *   GEMM by batch B (cost_fn):      kernel_latency + max((W + B·act) / (gemm_mem_eff·hbm),
+ *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
+ *                                   op's rate cap, the bytes cross gpu{g}.hbm
+ * Per-piece costs become rate caps (bytes / (pieces·t_piece + bytes/peak)), so an op stays one flow.
+ * Every evaluation notes the parameters it used and the predictor value (calib_note). */
+#ifndef ODSIM_MODELS_COST_H
+#define ODSIM_MODELS_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "common/err.h"
+#include "models/calib.h"
+#include "models/hwcat.h"
+#include "models/hwinst.h"
+#include "models/llm.h"
+#include "sim/plan.h"
+#include "sim/sim.h"
+
+/* The parameter values of one platform, SI units, read once from a profile. */
+typedef struct cost {
+    calib_t *cal;  /* notes go here; not owned, must outlive the cost */
+    double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
+    double ce_latency_s, ce2d_row_s, cebatch_piece_s, ce_weight;
+    double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
+    double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB */
+    double gather_weight, gather_duplex_coef;
+    double kernel_latency_s, kernel_mem_eff, kernel_compute_eff, gemm_mem_eff, gemm_compute_eff;
+    double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
+} cost_t;
+
+/* Reads every parameter the forms use from cal. Errors: ERR_NOTFOUND naming a missing one. */
+int cost_init(cost_t *c, calib_t *cal, err_t *e);
+
+/* The constraints of one GPU's paths, resolved in a simulator (models/hwinst.h names). */
+typedef struct cost_paths {
+    sim_res_t hbm, flops_bf16, flops_fp8;  /* flops_fp8 −1 when the GPU has none */
+    plan_use_t h2d[PLAN_MAX_USES], gather[PLAN_MAX_USES], d2h[PLAN_MAX_USES];
+    uint8_t n_h2d, n_gather, n_d2h;
+} cost_paths_t;
+
+/* Resolves GPU gpu's paths in sim (host-side data in src). Errors: ERR_NOTFOUND, ERR_INVAL. */
+int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gpu, hwinst_src_t src,
+                       cost_paths_t *out, err_t *e);
+
+typedef enum {
+    COST_CE = 0,     /* copy engine: one contiguous copy, or `pieces` equal rows of a 2D copy */
+    COST_CE_BATCH,   /* copy engine: `pieces` scattered pieces in one batched copy */
+    COST_SM_GATHER   /* kernel reading mapped host memory: `pieces` rows spread over region_bytes */
+} cost_xfer_t;
+
+/* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
+ * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. */
+void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
+                   double pieces, double region_bytes, plan_op_t *op);
+
+/* The SM gather's rows per second for rows spread over region_bytes: log-log interpolation between
+ * the knots, flat outside them (cost_transfer notes a region past 16 GiB as outside the range). */
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes);
+
+/* Fills op for a kernel reading/writing `bytes` of HBM and doing `flops` at dtype t. */
+void cost_kernel(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t,
+                 plan_op_t *op);
+
+/* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
+typedef struct cost_gemm {
+    double weight_bytes;          /* read once per execution */
+    double act_bytes_per_token;   /* activations in and out per token */
+    double flops_per_token;       /* 2 × parameters */
+    double tokens;                /* tokens per session (decode 1, prefill chunk T) */
+    double latency_s, hbm_eff_Bps, peak_eff_flops;
+} cost_gemm_t;
+
+/* Initialises a GEMM model at weight dtype t. */
+void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_token, double flops_per_token,
+                    double tokens, llm_dtype_t t, cost_gemm_t *g);
+/* plan_cost_fn of a cost_gemm_t. */
+int cost_gemm_fn(const void *model, uint32_t batch, plan_cost_t *out);
+/* Fills op for GEMM g (cost for batch 1, cost_fn set; g must outlive the plan's execution). */
+void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, plan_op_t *op);
+
+/* An op's time alone on an idle machine (as plan_standalone_ps counts it). Errors: ERR_INVAL. */
+int cost_op_alone_ps(const plan_op_t *op, const sim_t *sim, sim_ps_t *out, err_t *e);
+
+/* Seconds to picoseconds, rounded up. */
+sim_ps_t cost_ps(double seconds);
+
+#endif

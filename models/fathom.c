@@ -1,0 +1,131 @@
+#include "models/fathom.h"
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int fathom_allocate(const double *w, int n, int plane_bits, int max_bits, uint8_t *bits, err_t *e)
+{
+    if (n < 1 || max_bits < 1 || max_bits > 8 || plane_bits < 0)
+        return err_set(e, ERR_INVAL, "fathom: bad allocation request (n=%d, max_bits=%d, plane_bits=%d)", n,
+                       max_bits, plane_bits);
+    for (int j = 0; j < n; j++) {
+        if (!(w[j] >= 0) || !isfinite(w[j])) return err_set(e, ERR_INVAL, "fathom: weight %d is %g", j, w[j]);
+        bits[j] = 0;
+    }
+    /* gain[j]: the error the channel's next bit removes, 0.75·w·4^−b. */
+    double *gain = malloc((size_t)n * sizeof *gain);
+    if (!gain) return err_set(e, ERR_NOMEM, "fathom: out of memory");
+    for (int j = 0; j < n; j++) gain[j] = 0.75 * w[j];
+    for (int b = 0; b < plane_bits; b++) {
+        int best = -1;
+        for (int j = 0; j < n; j++)
+            if (bits[j] < max_bits && gain[j] > 0 && (best < 0 || gain[j] > gain[best])) best = j;
+        if (best < 0) break;
+        bits[best]++;
+        gain[best] *= 0.25;
+    }
+    free(gain);
+    return ERR_OK;
+}
+
+double fathom_residual(const double *w, const uint8_t *bits, int n)
+{
+    double r = 0;
+    for (int j = 0; j < n; j++) r += w[j] * pow(0.25, bits[j]);
+    return r;
+}
+
+int fathom_profile_default(int channels, double *sigma2, err_t *e)
+{
+    if (channels < 1) return err_set(e, ERR_INVAL, "fathom: %d channels", channels);
+    int every = channels / FATHOM_DEFAULT_OUTLIERS;
+    if (every < 1) every = 1;
+    for (int j = 0; j < channels; j++) {
+        double z = gsl_cdf_ugaussian_Pinv((j + 0.5) / channels);
+        sigma2[j] = exp(2.0 * FATHOM_DEFAULT_LOG_SD * z);
+        if (j % every == every / 2) sigma2[j] *= FATHOM_DEFAULT_OUTLIER_FACTOR;
+    }
+    return ERR_OK;
+}
+
+int fathom_stats(const double *sigma2, int channels, int plane_bits, int queries, uint64_t seed,
+                 fathom_stats_t *out, err_t *e)
+{
+    if (channels < 1 || queries < 1 || plane_bits < 0)
+        return err_set(e, ERR_INVAL, "fathom: bad statistics request (channels=%d, queries=%d, plane_bits=%d)",
+                       channels, queries, plane_bits);
+    double *w = malloc((size_t)channels * sizeof *w);
+    uint8_t *bits = malloc((size_t)channels);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    int rc = (w && bits && rng) ? ERR_OK : err_set(e, ERR_NOMEM, "fathom: out of memory");
+    memset(out, 0, sizeof *out);
+    out->plane_bits = plane_bits;
+    out->min_active = channels;
+    double s_act = 0, s_act2 = 0, s_res = 0;
+    if (!rc) gsl_rng_set(rng, (unsigned long)seed);
+    for (int q = 0; !rc && q < queries; q++) {
+        double tot = 0;
+        for (int j = 0; j < channels; j++) {
+            double z = gsl_ran_gaussian_ziggurat(rng, 1.0);
+            w[j] = z * z * sigma2[j];
+            tot += w[j];
+        }
+        rc = fathom_allocate(w, channels, plane_bits, FATHOM_MAX_BITS, bits, e);
+        if (rc) break;
+        int act = 0;
+        for (int j = 0; j < channels; j++) {
+            act += bits[j] > 0;
+            out->mean_channels_at[bits[j]] += 1.0;
+        }
+        s_act += act;
+        s_act2 += (double)act * act;
+        if (act < out->min_active) out->min_active = act;
+        if (act > out->max_active) out->max_active = act;
+        s_res += tot > 0 ? fathom_residual(w, bits, channels) / tot : 0;
+    }
+    if (!rc) {
+        out->mean_active = s_act / queries;
+        double var = s_act2 / queries - out->mean_active * out->mean_active;
+        out->sd_active = var > 0 ? sqrt(var) : 0;
+        for (int b = 0; b <= FATHOM_MAX_BITS; b++) out->mean_channels_at[b] /= queries;
+        double planes = 0;
+        for (int b = 1; b <= FATHOM_MAX_BITS; b++) planes += b * out->mean_channels_at[b];
+        out->mean_read_bits = planes + FATHOM_SCALE_BITS * out->mean_active;
+        out->mean_rel_residual = s_res / queries;
+    }
+    gsl_rng_free(rng);
+    free(bits);
+    free(w);
+    return rc;
+}
+
+int fathom_plane_budget(const double *sigma2, int channels, double budget_bits, int queries, uint64_t seed,
+                        fathom_stats_t *out, err_t *e)
+{
+    int lo = 0, hi = FATHOM_MAX_BITS * channels;
+    fathom_stats_t st;
+    int rc = fathom_stats(sigma2, channels, 1, queries, seed, &st, e);
+    if (rc) return rc;
+    if (st.mean_read_bits > budget_bits)
+        return err_set(e, ERR_RANGE, "fathom: budget %g bits is below one plane bit and its scale (%g)", budget_bits,
+                       st.mean_read_bits);
+    lo = 1;
+    *out = st;
+    /* reads grow with the plane budget: bisect for the largest one within budget */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        rc = fathom_stats(sigma2, channels, mid, queries, seed, &st, e);
+        if (rc) return rc;
+        if (st.mean_read_bits <= budget_bits + 1e-9) {
+            lo = mid;
+            *out = st;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return ERR_OK;
+}

@@ -1,0 +1,410 @@
+#include "models/method.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const method_names[] = {"dense", "pertoken", "sparq", "fathom", "hashattn", "landmark", NULL};
+static const char *const select_names[] = {"kv_head", "query_head", "shared", "default", NULL};
+static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
+static const char *const store_names[] = {"4bit", "bf16", NULL};
+static const char *const fetch_names[] = {"sm", "ce", NULL};
+static const char *const prefill_names[] = {"exact", "sparse", NULL};
+static const char *const tier_names[] = {"dram", "cxl", NULL};
+
+#define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
+static const cfg_param_t method_params[] = {
+    P_("method", CFG_T_ENUM, method, NULL, 1, 0, method_names, "dense|pertoken|sparq|fathom|hashattn|landmark"),
+    P_("budget", CFG_T_DOUBLE, budget_bits, "0", 0, 65536, NULL,
+       "index bits read per token per KV head, scales included (0: pertoken/sparq 136, fathom 56, fixed for hashattn/landmark)"),
+    P_("k", CFG_T_INT, k, "2048", 1, 1e9, NULL, "selected tokens (per KV head, or per query head)"),
+    P_("page", CFG_T_INT, page, "16", 1, 4096, NULL, "P: tokens per landmark page"),
+    P_("chunk", CFG_T_INT, chunk, "1024", 64, 1 << 24, NULL, "T: tokens per flushed chunk, a multiple of 64"),
+    P_("window", CFG_T_INT, window, "0", 0, 1e12, NULL, "W: dense HBM tokens (sinks, local window, open chunk)"),
+    P_("select", CFG_T_ENUM, select, "default", 1, 0, select_names,
+       "GQA selection: per KV head, per query head (union), or shared by all KV heads; default: hashattn query_head, else kv_head"),
+    P_("union", CFG_T_DOUBLE, union_factor, "0", 0, 4096, NULL,
+       "u: rows per KV head in units of k with per-query-head selection, in [1, G]; 0: (1 + G)/2 (assumed)"),
+    P_("layout", CFG_T_ENUM, layout, "default", 1, 0, layout_names,
+       "host K/V layout: split, interleaved, token (needs select shared), page (needs landmark); default: landmark page, else interleaved"),
+    P_("placement", CFG_T_STRING, placement, "host", 1, 0, NULL, "index placement: host | hbm | layers:L | planes:t"),
+    P_("kv_dtype", CFG_T_ENUM, kv_dtype, "bf16", 1, 0, llm_dtype_names, "K/V element type on the host"),
+    P_("weight_dtype", CFG_T_ENUM, weight_dtype, "bf16", 1, 0, llm_dtype_names, "weight element type"),
+    P_("k_from_planes", CFG_T_BOOL, k_from_planes, "false", 1, 0, NULL,
+       "winner keys as 4-bit keys (d/2 + d/32 bytes) instead of K rows; host keeps K only at 4 bits"),
+    P_("store", CFG_T_ENUM, store, "4bit", 1, 0, store_names, "sparq storage: 4-bit planes + scales, or bf16 channel-major"),
+    P_("fetch", CFG_T_ENUM, fetch, "sm", 1, 0, fetch_names, "winner fetch: SM zero-copy gather or copy-engine batched copy"),
+    P_("index_fetch", CFG_T_ENUM, index_fetch, "ce", 1, 0, fetch_names, "index fetch: SM gather, or copy engine (contiguous/2D)"),
+    P_("prefill", CFG_T_ENUM, prefill, "exact", 1, 0, prefill_names, "prefill chunks: exact (all K/V) or sparse (scan per chunk)"),
+    P_("prefill_union", CFG_T_DOUBLE, prefill_union, "8", 1, 1e9, NULL,
+       "sparse prefill: rows per KV head per chunk in units of k (assumed)"),
+    P_("prefetch", CFG_T_INT, prefetch, "1", 0, 8, NULL, "layers of index/K-V fetched ahead (buffers per layer - 1)"),
+    P_("tier", CFG_T_ENUM, tier, "dram", 1, 0, tier_names, "where host-side K/V and index live: host DRAM or the CXL tier"),
+    P_("seed", CFG_T_INT, seed, "1", 0, 1e18, NULL, "seed of the Fathom planner's statistics"),
+    P_("queries", CFG_T_INT, queries, "512", 16, 1e7, NULL, "queries sampled by the Fathom planner's statistics"),
+};
+#undef P_
+#define N_METHOD_PARAMS (sizeof method_params / sizeof method_params[0])
+
+int method_cfg_bind(const cfg_node_t *node, method_cfg_t *out, err_t *e)
+{
+    memset(out, 0, sizeof *out);
+    return cfg_bind(node, method_params, N_METHOD_PARAMS, out, e);
+}
+
+void method_cfg_describe(FILE *fp) { cfg_params_describe(fp, "method", method_params, N_METHOD_PARAMS); }
+
+int method_find(const char *name)
+{
+    for (int i = 0; method_names[i]; i++)
+        if (!strcmp(method_names[i], name)) return i;
+    return -1;
+}
+
+struct method {
+    method_cfg_t cfg;
+    char placement[64];
+    llm_t m;                 /* name and origin copied */
+    method_select_t select;
+    method_layout_t layout;
+    method_place_t place;
+    int place_arg;           /* t of planes:t */
+    bool hbm_layer[1024];    /* layers:... : which layers keep their index in HBM */
+    double u;                /* union factor */
+    double budget;           /* read bits per token per KV head */
+    double stored;           /* stored bits per token per KV head */
+    int r;                   /* sparq channels */
+    double e;                /* K/V element bytes */
+    fathom_stats_t fs;
+};
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static int check_dense_placement(const method_t *mt, err_t *e)
+{
+    if (mt->cfg.method == METHOD_DENSE && mt->place != PLACE_HOST)
+        return err_set(e, ERR_INVAL, "placement '%s': dense keeps no index (use host)", mt->placement);
+    return ERR_OK;
+}
+
+static int parse_placement(method_t *mt, err_t *e)
+{
+    const char *p = mt->placement;
+    char *end = NULL;
+    if (!strcmp(p, "host")) mt->place = PLACE_HOST;
+    else if (!strcmp(p, "hbm")) mt->place = PLACE_HBM;
+    else if (!strncmp(p, "layers:", 7)) {
+        /* layers:L = the first L layers; layers:a-b,c,... = those layers */
+        bool list = strchr(p + 7, '-') || strchr(p + 7, ',');
+        const char *q = p + 7;
+        mt->place = PLACE_LAYERS;
+        for (;;) {
+            long a = strtol(q, &end, 10), b = a;
+            if (end == q || a < 0) break;
+            if (*end == '-') {
+                const char *r = end + 1;
+                b = strtol(r, &end, 10);
+                if (end == r) break;
+            }
+            if (!list) a = 0, b = b - 1;
+            if (b >= mt->m.layers || (list && b < a)) break;
+            for (long l = a; l <= b; l++) mt->hbm_layer[l] = true;
+            if (!*end) return check_dense_placement(mt, e);
+            if (*end != ',') break;
+            q = end + 1;
+        }
+        return err_set(e, ERR_INVAL, "placement '%s': expected layers:L (the first L of %d layers) or layers:a-b,c,...",
+                       p, mt->m.layers);
+    } else if (!strncmp(p, "planes:", 7)) {
+        long v = strtol(p + 7, &end, 10);
+        if (end == p + 7 || *end || v < 0 || v > FATHOM_MAX_BITS)
+            return err_set(e, ERR_INVAL, "placement '%s': t must be an integer in [0, 4]", p);
+        bool planes = mt->cfg.method == METHOD_FATHOM || (mt->cfg.method == METHOD_SPARQ && mt->cfg.store == STORE_4BIT);
+        if (!planes)
+            return err_set(e, ERR_INVAL, "placement '%s' splits bit planes: only fathom and 4-bit sparq keep planes, not %s%s",
+                           p, method_names[mt->cfg.method], mt->cfg.method == METHOD_SPARQ ? " with bf16 storage" : "");
+        mt->place = PLACE_PLANES;
+        mt->place_arg = (int)v;
+    } else {
+        return err_set(e, ERR_INVAL, "placement '%s': expected host, hbm, layers:L or planes:t", p);
+    }
+    return check_dense_placement(mt, e);
+}
+
+static int resolve_budget(method_t *mt, err_t *e)
+{
+    const method_cfg_t *c = &mt->cfg;
+    double d = mt->m.head_dim, G = llm_group(&mt->m), B = c->budget_bits;
+    double fixed = 0;
+    switch ((method_kind_t)c->method) {
+    case METHOD_DENSE:
+        if (B != 0) return err_set(e, ERR_INVAL, "dense reads no index: budget must be 0, got %g", B);
+        return ERR_OK;
+    case METHOD_PERTOKEN:
+        mt->budget = mt->stored = B > 0 ? B : 136;
+        if (mt->budget > 16 * d)
+            return err_set(e, ERR_RANGE, "pertoken budget %g exceeds a bf16 key (%g bits)", mt->budget, 16 * d);
+        return ERR_OK;
+    case METHOD_SPARQ: {
+        double per = c->store == STORE_4BIT ? 4.0 + FATHOM_SCALE_BITS : 16.0;
+        mt->budget = B > 0 ? B : (c->store == STORE_4BIT ? 136 : 16 * 16);
+        double r = mt->budget / per;
+        if (fabs(r - round(r)) > 1e-9 || r < 1 || r > d)
+            return err_set(e, ERR_INVAL, "sparq %s reads %g bits per channel: budget %g gives r = %g channels; use a multiple of %g up to %g",
+                           store_names[c->store], per, mt->budget, r, per, per * d);
+        mt->r = (int)round(r);
+        mt->stored = per * d;
+        return ERR_OK;
+    }
+    case METHOD_FATHOM: {
+        mt->budget = B > 0 ? B : 56;
+        mt->stored = (4.0 + FATHOM_SCALE_BITS) * d;
+        int ch = mt->m.head_dim;
+        double *s2 = malloc((size_t)ch * sizeof *s2);
+        if (!s2) return err_set(e, ERR_NOMEM, "method: out of memory");
+        int rc = fathom_profile_default(ch, s2, e);
+        if (!rc) rc = fathom_plane_budget(s2, ch, mt->budget, (int)c->queries, (uint64_t)c->seed, &mt->fs, e);
+        free(s2);
+        if (rc) return rc;
+        mt->budget = mt->fs.mean_read_bits;  /* what the chosen plane budget reads on average */
+        return ERR_OK;
+    }
+    case METHOD_HASHATTN: fixed = 32.0 * G; break;
+    case METHOD_LANDMARK: fixed = 2.0 * d * mt->e * 8.0 / (double)c->page; break;
+    case METHOD_COUNT: break;
+    }
+    if (B != 0 && fabs(B - fixed) > 1e-9)
+        return err_set(e, ERR_INVAL, "%s reads %g index bits per token per KV head for this model%s; budget %g cannot be asked",
+                       method_names[c->method], fixed, c->method == METHOD_LANDMARK ? " and page" : "", B);
+    mt->budget = mt->stored = fixed;
+    return ERR_OK;
+}
+
+static int resolve_selection(method_t *mt, err_t *e)
+{
+    const method_cfg_t *c = &mt->cfg;
+    double G = llm_group(&mt->m);
+    mt->layout = c->layout == LAYOUT_DEFAULT ? (c->method == METHOD_LANDMARK ? LAYOUT_PAGE : LAYOUT_INTERLEAVED)
+                                             : (method_layout_t)c->layout;
+    if (c->select != SELECT_DEFAULT) mt->select = (method_select_t)c->select;
+    else if (mt->layout == LAYOUT_TOKEN) mt->select = SELECT_SHARED;
+    else mt->select = c->method == METHOD_HASHATTN ? SELECT_QUERY_HEAD : SELECT_KV_HEAD;
+    if (mt->layout == LAYOUT_TOKEN && mt->select != SELECT_SHARED && c->method != METHOD_DENSE)
+        return err_set(e, ERR_INVAL,
+                       "layout token keeps all KV heads of a token together: it pays only with one selection shared by the KV heads (select shared), not select %s",
+                       select_names[mt->select]);
+    if (mt->layout == LAYOUT_PAGE && c->method != METHOD_LANDMARK)
+        return err_set(e, ERR_INVAL, "layout page fetches whole pages of %lld tokens: it needs page-granular selection (landmark), not %s",
+                       (long long)c->page, method_names[c->method]);
+    mt->u = 1.0;
+    if (mt->select == SELECT_QUERY_HEAD) {
+        mt->u = c->union_factor > 0 ? c->union_factor : (1.0 + G) / 2.0;
+        if (mt->u < 1.0 || mt->u > G)
+            return err_set(e, ERR_RANGE, "union factor %g outside [1, G = %g]: the union of G per-query-head sets holds between k and G·k rows",
+                           mt->u, G);
+    } else if (c->union_factor > 0 && c->union_factor != 1.0) {
+        return err_set(e, ERR_INVAL, "union %g needs per-query-head selection (select query_head)", c->union_factor);
+    }
+    if (c->chunk % 64)
+        return err_set(e, ERR_INVAL, "chunk %lld: a chunk holds whole 64-token scale blocks (a multiple of 64)", (long long)c->chunk);
+    if (c->method == METHOD_LANDMARK && c->k < c->page)
+        return err_set(e, ERR_INVAL, "landmark: k = %lld selects fewer tokens than one page of %lld", (long long)c->k,
+                       (long long)c->page);
+    if (c->k_from_planes && c->method == METHOD_DENSE)
+        return err_set(e, ERR_INVAL, "k_from_planes: dense reads every K row, there are no winners");
+    return ERR_OK;
+}
+
+int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e)
+{
+    method_t *mt = calloc(1, sizeof *mt);
+    if (!mt) return err_set(e, ERR_NOMEM, "method: out of memory");
+    mt->cfg = *cfg;
+    snprintf(mt->placement, sizeof mt->placement, "%s", cfg->placement ? cfg->placement : "host");
+    mt->cfg.placement = mt->placement;
+    mt->m = *m;
+    mt->m.name = dupstr(m->name ? m->name : "");
+    mt->m.origin = dupstr(m->origin ? m->origin : "");
+    mt->e = llm_dtype_bytes((llm_dtype_t)cfg->kv_dtype);
+    int rc = (mt->m.name && mt->m.origin) ? ERR_OK : err_set(e, ERR_NOMEM, "method: out of memory");
+    if (!rc && (cfg->method < 0 || cfg->method >= METHOD_COUNT)) rc = err_set(e, ERR_INVAL, "method %d unknown", cfg->method);
+    if (!rc && m->layers > 1024) rc = err_set(e, ERR_RANGE, "model '%s' has %d layers (at most 1024)", m->name, m->layers);
+    if (!rc) rc = resolve_selection(mt, e);
+    if (!rc) rc = resolve_budget(mt, e);
+    if (!rc) rc = parse_placement(mt, e);
+    if (rc) {
+        method_free(mt);
+        return rc;
+    }
+    *out = mt;
+    return ERR_OK;
+}
+
+void method_free(method_t *mt)
+{
+    if (!mt) return;
+    llm_free(&mt->m);
+    free(mt);
+}
+
+const method_cfg_t *method_cfg(const method_t *mt) { return &mt->cfg; }
+const llm_t *method_llm(const method_t *mt) { return &mt->m; }
+method_select_t method_select(const method_t *mt) { return mt->select; }
+method_layout_t method_layout(const method_t *mt) { return mt->layout; }
+double method_union(const method_t *mt) { return mt->u; }
+double method_budget_bits(const method_t *mt) { return mt->budget; }
+double method_stored_bits(const method_t *mt) { return mt->stored; }
+const fathom_stats_t *method_fathom(const method_t *mt) { return mt->cfg.method == METHOD_FATHOM ? &mt->fs : NULL; }
+
+double method_kv_row_bytes(const method_t *mt)
+{
+    double d = mt->m.head_dim;
+    double k = mt->cfg.k_from_planes ? d / 2.0 + d / 32.0 : d * mt->e;
+    return k + d * mt->e;
+}
+
+/* Bits per token per KV head of the planes beyond the first t (host side of planes:t), for reads
+ * (`stored` false: what a decode step reads) or storage. */
+static double planes_host_bits(const method_t *mt, int t, bool stored)
+{
+    double d = mt->m.head_dim;
+    if (mt->cfg.method == METHOD_SPARQ || stored) {
+        double ch = stored ? d : mt->r;
+        double host = ch * fmax(0.0, FATHOM_MAX_BITS - t);
+        return t == 0 ? host + ch * FATHOM_SCALE_BITS : host;
+    }
+    double host = 0;
+    for (int b = t + 1; b <= FATHOM_MAX_BITS; b++) host += (b - t) * mt->fs.mean_channels_at[b];
+    return t == 0 ? mt->budget : host;
+}
+
+static void split_bits(const method_t *mt, int layer, bool stored, double *host_bits, double *hbm_bits)
+{
+    double total = stored ? mt->stored : mt->budget;
+    double host = total;
+    switch (mt->place) {
+    case PLACE_HOST: break;
+    case PLACE_HBM: host = 0; break;
+    case PLACE_LAYERS: host = mt->hbm_layer[layer] ? 0 : total; break;
+    case PLACE_PLANES: host = planes_host_bits(mt, mt->place_arg, stored); break;
+    }
+    if (mt->cfg.method == METHOD_DENSE) host = total = 0;
+    *host_bits = host;
+    *hbm_bits = total - host;
+}
+
+void method_index_split(const method_t *mt, int layer, double *host_bits, double *hbm_bits)
+{
+    split_bits(mt, layer, true, host_bits, hbm_bits);
+}
+
+uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t new_tokens)
+{
+    uint64_t T = (uint64_t)mt->cfg.chunk;
+    return ((context + new_tokens) / T - context / T) * T;
+}
+
+/* Pieces of the host index read per KV head. */
+static double index_pieces_per_head(const method_t *mt, double n_off)
+{
+    double chunks = ceil(n_off / (double)mt->cfg.chunk);
+    double G = llm_group(&mt->m);
+    switch ((method_kind_t)mt->cfg.method) {
+    case METHOD_PERTOKEN:
+    case METHOD_LANDMARK: return 1;
+    case METHOD_HASHATTN: return G;
+    case METHOD_SPARQ: return mt->r * chunks;
+    case METHOD_FATHOM: {
+        int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
+        double ch = 0;
+        for (int b = t + 1; b <= FATHOM_MAX_BITS; b++) ch += mt->fs.mean_channels_at[b];
+        return ch * chunks;
+    }
+    case METHOD_DENSE:
+    case METHOD_COUNT: break;
+    }
+    return 0;
+}
+
+void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_tokens, bool prefill,
+                  method_layer_t *o)
+{
+    const method_cfg_t *c = &mt->cfg;
+    const llm_t *m = &mt->m;
+    double H = m->kv_heads, Hq = m->q_heads, G = llm_group(m), d = m->head_dim;
+    double W = (double)c->window, n = (double)context, nt = new_tokens;
+    memset(o, 0, sizeof *o);
+    double n_off = fmax(0.0, n - W);
+    o->n_off = n_off;
+    double row = method_kv_row_bytes(mt);          /* K + V per token per KV head on the host */
+    double dense_row = 2.0 * d * mt->e;
+    double tail_tokens = fmin(n, W) + nt;
+    o->tail_hbm_bytes = tail_tokens * H * 2.0 * d * 2.0;
+    o->tail_flops = 4.0 * d * Hq * tail_tokens * nt;
+    o->kv_region_bytes = n_off * H * (c->method == METHOD_DENSE ? dense_row : row);
+    bool exact = c->method == METHOD_DENSE || (prefill && c->prefill == PREFILL_EXACT);
+    double kv_pieces_per_head = mt->layout == LAYOUT_SPLIT ? 2.0 : 1.0;
+
+    /* chunks completed by this plan go device→host */
+    double tf = (double)method_flushed_tokens(mt, context, new_tokens);
+    double sh_bits, sb_bits;
+    split_bits(mt, layer, true, &sh_bits, &sb_bits);
+    if (tf > 0) {
+        double kv = c->method == METHOD_DENSE ? dense_row : row;
+        o->flush_bytes = tf * H * (kv + sh_bits / 8.0);
+        o->flush_pieces = (mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) + (sh_bits > 0 ? H : 0);
+        if (c->method != METHOD_DENSE) o->quantize_bytes = tf * H * (d * 2.0 + (sh_bits + sb_bits) / 8.0);
+    }
+
+    if (exact) {
+        o->kv_host_bytes = n_off * H * dense_row;
+        o->kv_pieces = n_off > 0 ? (mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) : 0;
+        o->attn_hbm_bytes = o->kv_host_bytes;
+        o->attn_flops = 4.0 * d * Hq * n_off * nt + (prefill ? 2.0 * d * Hq * nt * nt : 0);
+        return;
+    }
+
+    /* the scan: decode reads `budget` bits, a prefill chunk the whole stored index */
+    double host_bits, hbm_bits;
+    split_bits(mt, layer, prefill, &host_bits, &hbm_bits);
+    o->index_host_bytes = host_bits * n_off * H / 8.0;
+    o->index_hbm_bytes = hbm_bits * n_off * H / 8.0;
+    o->hbm_index = host_bits == 0;
+    o->index_pieces = (host_bits > 0 && n_off > 0) ? H * index_pieces_per_head(mt, n_off) : 0;
+    if (prefill && (c->method == METHOD_FATHOM || c->method == METHOD_SPARQ))
+        o->index_pieces = (host_bits > 0 && n_off > 0) ? H * d * ceil(n_off / (double)c->chunk) : 0;
+    o->index_region_bytes = sh_bits * n_off * H / 8.0;
+    o->scan_flops = 2.0 * G * (o->index_host_bytes + o->index_hbm_bytes) * nt;
+
+    /* top-k and the winners */
+    double P = c->method == METHOD_LANDMARK ? (double)c->page : 1.0;
+    double per_head_scores = n_off / P;
+    double sets = mt->select == SELECT_QUERY_HEAD ? Hq : mt->select == SELECT_SHARED ? 1.0 : H;
+    /* a sparse prefill chunk pools its queries' scores into one selection per set (prefill_union·k
+     * rows), tile by tile on chip: one score vector per set reaches HBM, as in decode */
+    o->scores = per_head_scores * sets;
+    double k = (double)c->k;
+    double want = prefill ? c->prefill_union * k : mt->u * k;
+    double units = fmin(ceil(want / P), ceil(n_off / P));     /* pages (P = 1: rows) per KV head */
+    if (n_off <= 0) units = 0;
+    double rows_per_head = fmin(units * P, n_off);
+    o->winner_rows = rows_per_head * H;
+    o->winner_host_bytes = o->winner_rows * row;
+    switch (mt->layout) {
+    case LAYOUT_SPLIT: o->winner_pieces = 2.0 * units * H; break;
+    case LAYOUT_INTERLEAVED:
+    case LAYOUT_PAGE: o->winner_pieces = units * H; break;
+    case LAYOUT_TOKEN: o->winner_pieces = units; break;
+    case LAYOUT_DEFAULT: break;
+    }
+    o->attn_hbm_bytes = o->winner_host_bytes;
+    double rows_per_query = fmin(fmin(k, n_off), rows_per_head);
+    o->attn_flops = 4.0 * d * Hq * rows_per_query * nt + (prefill ? 2.0 * d * Hq * nt * nt : 0);
+}

@@ -1,0 +1,139 @@
+/* method — attention methods of offloaded decode: configuration, validation, and the closed-form
+ * byte counts of one layer of a decode step or prefill chunk (DESIGN.md "Methods").
+ *
+ * Notation: n context tokens, W of them in the dense HBM window (sinks, local window, open chunk;
+ * default 0), n_off = n − W offloaded tokens; per layer H KV heads, G query heads per KV head, head
+ * dim d, K/V element bytes e; k selected tokens. Budget = index bits read per token per KV head,
+ * scales included. Per layer and KV head, a decode step reads:
+ *   dense     2·d·e·n_off bytes of K and V
+ *   pertoken  b·n_off/8 (one run; b = budget, presets 136 and 68), then k rows
+ *   sparq     r channels at full depth of the 4-bit planes: r·(n_off/2 + n_off/32) (r = budget/4.25),
+ *             or bf16 channel-major: r·2·n_off (r = budget/16), then k rows
+ *   fathom    Σ_c b_c·n_off/8 + active·n_off/32, b_c from the planner (models/fathom.h) at the
+ *             plane-bit budget whose mean reads meet the budget, then k rows
+ *   hashattn  4·n_off per query head (32·G bits per KV head), then u·k rows (per-query-head top-k)
+ *   landmark  (n_off/P)·2·d·e (page min and max keys), then k/P pages of P·2·d·e bytes
+ * Rows are K and V of d·e bytes each (winner K from 4-bit keys: d/2 + d/32 bytes). With per-query-
+ * head selection a KV head fetches the union of G sets: u·k rows, u ∈ [1, G] the union factor.
+ *
+ * Layouts: `split` (K and V apart: 2 pieces per row), `interleaved` (K and V of a row together),
+ * `token` (all KV heads of a token together: needs `shared` selection, one for all KV heads),
+ * `page` (pages of P tokens: needs page selection, i.e. `landmark`). Index placement: `host`, `hbm`,
+ * `layers:L` (the first L layers' index in HBM) or `layers:a-b,c` (those layers), `planes:t` (sparq/fathom: the first t planes of
+ * every channel and the scales in HBM). Planes are channel-major within chunks of T tokens (T a
+ * multiple of 64), so a plane-prefix read is n_off/T pieces of b_c·T/8 bytes per channel. */
+#ifndef ODSIM_MODELS_METHOD_H
+#define ODSIM_MODELS_METHOD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "common/cfg.h"
+#include "common/err.h"
+#include "models/fathom.h"
+#include "models/llm.h"
+
+typedef enum { METHOD_DENSE = 0, METHOD_PERTOKEN, METHOD_SPARQ, METHOD_FATHOM, METHOD_HASHATTN, METHOD_LANDMARK,
+               METHOD_COUNT } method_kind_t;
+extern const char *const method_names[];      /* NULL-terminated, in method_kind_t order */
+
+typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_DEFAULT } method_select_t;
+typedef enum { LAYOUT_SPLIT = 0, LAYOUT_INTERLEAVED, LAYOUT_TOKEN, LAYOUT_PAGE, LAYOUT_DEFAULT } method_layout_t;
+typedef enum { STORE_4BIT = 0, STORE_BF16 } method_store_t;
+typedef enum { FETCH_SM = 0, FETCH_CE } method_fetch_t;
+typedef enum { PREFILL_EXACT = 0, PREFILL_SPARSE } method_prefill_t;
+typedef enum { TIER_DRAM = 0, TIER_CXL } method_tier_t;
+typedef enum { PLACE_HOST = 0, PLACE_HBM, PLACE_LAYERS, PLACE_PLANES } method_place_t;
+
+/* A method as a scenario or the command line gives it (cfg_bind; see method_cfg_describe). */
+typedef struct method_cfg {
+    int method;             /* method_kind_t */
+    double budget_bits;     /* index bits read per token per KV head; 0: the method's default */
+    int64_t k;              /* selected tokens per KV head (or per query head) */
+    int64_t page;           /* P, landmark pages */
+    int64_t chunk;          /* T, tokens per flushed chunk (multiple of 64) */
+    int64_t window;         /* W, dense HBM tokens */
+    int select;             /* method_select_t */
+    double union_factor;    /* u for per-query-head selection; 0: (1 + G)/2 */
+    int layout;             /* method_layout_t */
+    const char *placement;  /* host | hbm | layers:L | layers:a-b,c,... | planes:t */
+    int kv_dtype, weight_dtype; /* llm_dtype_t */
+    bool k_from_planes;     /* winner keys from 4-bit keys instead of bf16/fp8 rows */
+    int store;              /* sparq: method_store_t */
+    int fetch;              /* winner fetch: method_fetch_t */
+    int index_fetch;        /* index fetch from host: method_fetch_t (ce: contiguous or 2D copies) */
+    int prefill;            /* method_prefill_t */
+    double prefill_union;   /* sparse prefill: rows per KV head per chunk, in units of k */
+    int64_t prefetch;       /* index/KV buffers per layer ahead of use (≥ 1: prefetch a layer early) */
+    int tier;               /* method_tier_t: where host-side K/V and index live */
+    int64_t seed;           /* Fathom statistics seed */
+    int64_t queries;        /* Fathom statistics queries */
+} method_cfg_t;
+
+/* Binds node (may be NULL: all defaults) into *out. Errors name file:line:col and key. */
+int method_cfg_bind(const cfg_node_t *node, method_cfg_t *out, err_t *e);
+/* Writes the method parameters' table (key, type, default, range, meaning). */
+void method_cfg_describe(FILE *fp);
+/* Method kind by name, or -1. */
+int method_find(const char *name);
+
+typedef struct method method_t;
+
+/* Resolves cfg against model m (copied): checks the layout against the selection, the placement
+ * against the index, the budget against the method, and runs the Fathom planner's statistics.
+ * Errors: ERR_INVAL (with the reason and the values), ERR_RANGE, ERR_NOMEM. */
+int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e);
+void method_free(method_t *mt);
+
+const method_cfg_t *method_cfg(const method_t *mt);
+const llm_t *method_llm(const method_t *mt);
+/* The resolved selection and layout (defaults filled in), union factor, and budget. */
+method_select_t method_select(const method_t *mt);
+method_layout_t method_layout(const method_t *mt);
+double method_union(const method_t *mt);
+double method_budget_bits(const method_t *mt);
+/* Index bits stored per token per KV head (scales included), and read per decode step. */
+double method_stored_bits(const method_t *mt);
+/* The Fathom planner's statistics at the chosen plane budget (NULL for other methods). */
+const fathom_stats_t *method_fathom(const method_t *mt);
+
+/* One layer of one plan, per session, all KV heads together; bytes. */
+typedef struct method_layer {
+    double n_off;                 /* offloaded tokens */
+    double index_host_bytes;      /* index read from host */
+    double index_hbm_bytes;       /* index read where it is resident in HBM */
+    double index_pieces;          /* pieces of the host read */
+    double index_region_bytes;    /* host bytes the index of this layer spans */
+    double kv_host_bytes;         /* dense/exact: all offloaded K and V */
+    double kv_pieces;
+    double winner_rows;           /* rows fetched, all KV heads (a page counts P rows) */
+    double winner_host_bytes;
+    double winner_pieces;
+    double kv_region_bytes;       /* host bytes the layer's K/V of this session span */
+    double scores;                /* scores the scan writes and top-k reads (a prefill chunk pools its
+                                   * queries into one score per token and selection set) */
+    double tail_hbm_bytes;        /* dense window (bf16) read by the tail attention */
+    double attn_hbm_bytes;        /* K/V the main attention reads from HBM */
+    double attn_flops, tail_flops, scan_flops;
+    double flush_bytes;           /* device→host bytes of completed chunks (K/V and index) */
+    double flush_pieces;
+    double quantize_bytes;        /* HBM bytes the quantiser reads and writes */
+    bool hbm_index;               /* the whole index of this layer is in HBM */
+} method_layer_t;
+
+/* Fills *out for layer `layer` of a plan with `context` tokens before it and `new_tokens` in it
+ * (decode: 1; prefill: the chunk), `prefill` choosing the prefill formulas. */
+void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_tokens, bool prefill,
+                  method_layer_t *out);
+
+/* Tokens flushed by a plan: whole chunks of T completed by its new tokens. */
+uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t new_tokens);
+
+/* Bytes of K/V (per token per layer per KV head) as stored on the host: K (bf16/fp8 row, or 4-bit
+ * key when k_from_planes) + V. */
+double method_kv_row_bytes(const method_t *mt);
+
+/* Host and HBM index bytes per token per KV head for layer `layer`. */
+void method_index_split(const method_t *mt, int layer, double *host_bits, double *hbm_bits);
+
+#endif

@@ -1,0 +1,265 @@
+#include "models/provider.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "models/footprint.h"
+#include "models/opkind.h"
+
+enum { STREAM_COMPUTE = 0, STREAM_H2D = 1, STREAM_GATHER = 2, STREAM_D2H = 3 };
+enum { GEMM_QKV = 0, GEMM_OMLP = 1, GEMM_HEAD = 2 };
+
+struct provider {
+    method_t *mt;
+    const hw_t *hw;
+    cost_t cost;
+    cost_paths_t paths;
+    const sim_t *paths_sim;
+    int paths_gpu;
+    cost_gemm_t gemm[3];      /* models of the plan being built; outlive its execution */
+};
+
+int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_t *cal, provider_t **out,
+                 err_t *e)
+{
+    provider_t *p = calloc(1, sizeof *p);
+    if (!p) return err_set(e, ERR_NOMEM, "provider: out of memory");
+    p->hw = hw;
+    p->paths_gpu = -1;
+    int rc = method_new(cfg, m, &p->mt, e);
+    if (!rc) rc = cost_init(&p->cost, cal, e);
+    if (!rc && cfg->weight_dtype == LLM_FP8 && p->cost.fp8_flops <= 0)
+        rc = err_set(e, ERR_INVAL, "weight_dtype fp8: the %s has no FP8 tensor cores (fp8_TFLOPS = 0)", hw->gpu);
+    if (!rc && cfg->tier == TIER_CXL && !hw->tier)
+        rc = err_set(e, ERR_INVAL, "tier cxl: box '%s' has no memory tier (tiers.yaml)", hw->box);
+    if (rc) {
+        provider_free(p);
+        return rc;
+    }
+    *out = p;
+    return ERR_OK;
+}
+
+void provider_free(provider_t *p)
+{
+    if (!p) return;
+    method_free(p->mt);
+    free(p);
+}
+
+const method_t *provider_method(const provider_t *p) { return p->mt; }
+
+static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *s = m->name; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    uint64_t v[5] = {(uint64_t)dtype, (uint64_t)phase, tokens, (uint64_t)(layer + 1), (uint64_t)which};
+    for (int i = 0; i < 5; i++) h = (h ^ v[i]) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+/* The op being assembled and where it goes. */
+typedef struct builder {
+    provider_t *p;
+    plan_t *out;
+    err_t *e;
+} builder_t;
+
+static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
+{
+    /* Dependencies named as UINT32_MAX mean "none" (a layer before the first). */
+    uint32_t d[8], n = 0;
+    for (uint32_t i = 0; i < n_deps; i++)
+        if (deps[i] != UINT32_MAX) d[n++] = deps[i];
+    return plan_add(b->out, op, d, n, id, b->e);
+}
+
+static plan_op_t op_new(int kind, int layer, int stream)
+{
+    plan_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = (uint16_t)kind;
+    op.layer = layer < 0 ? PLAN_NO_LAYER : (uint16_t)layer;
+    op.stream = (uint8_t)stream;
+    op.weight = 1.0;
+    return op;
+}
+
+static int add_kernel(builder_t *b, int kind, int layer, double bytes, double flops, const uint32_t *deps,
+                      uint32_t n_deps, uint32_t *id)
+{
+    const method_cfg_t *c = method_cfg(b->p->mt);
+    plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
+    cost_kernel(&b->p->cost, &b->p->paths, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+    op.bytes_hbm = bytes;
+    op.flops = flops;
+    return add(b, &op, deps, n_deps, id);
+}
+
+static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, bool h2d, double bytes, double pieces,
+                        double region, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
+{
+    int stream = !h2d ? STREAM_D2H : form == COST_SM_GATHER ? STREAM_GATHER : STREAM_H2D;
+    plan_op_t op = op_new(kind, layer, stream);
+    cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, &op);
+    op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
+    op.bytes_host = bytes;
+    op.bytes_hbm = bytes;
+    return add(b, &op, deps, n_deps, id);
+}
+
+static int add_gemm(builder_t *b, int which, int layer, int phase, uint32_t tokens, const uint32_t *deps,
+                    uint32_t n_deps, uint32_t *id)
+{
+    const method_cfg_t *c = method_cfg(b->p->mt);
+    const llm_t *m = method_llm(b->p->mt);
+    double wb = llm_dtype_bytes((llm_dtype_t)c->weight_dtype), d = m->head_dim;
+    double params, act;
+    if (which == GEMM_QKV) {
+        params = (double)m->hidden * (m->q_heads + 2.0 * m->kv_heads) * d;
+        act = ((double)m->hidden + (m->q_heads + 2.0 * m->kv_heads) * d) * 2.0;
+    } else if (which == GEMM_OMLP) {
+        params = llm_attn_params(m) - (double)m->hidden * (m->q_heads + 2.0 * m->kv_heads) * d + llm_mlp_params(m);
+        act = ((double)m->q_heads * d + 2.0 * m->hidden + 3.0 * m->ffn) * 2.0;
+    } else {
+        params = llm_head_params(m);
+        act = ((double)m->hidden + m->vocab) * 2.0;
+        tokens = 1;
+    }
+    cost_gemm_t *g = &b->p->gemm[which];
+    cost_gemm_init(&b->p->cost, params * wb, act, 2.0 * params, tokens, (llm_dtype_t)c->weight_dtype, g);
+    plan_op_t op = op_new(which == GEMM_HEAD ? OPKIND_LM_HEAD : OPKIND_GEMM, layer, STREAM_COMPUTE);
+    cost_gemm_op(&b->p->cost, &b->p->paths, g, &op);
+    op.merge_key = merge_key(m, c->weight_dtype, phase, tokens, layer, which);
+    op.bytes_hbm = op.cost.work;
+    op.flops = 2.0 * params * tokens;
+    return add(b, &op, deps, n_deps, id);
+}
+
+static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
+{
+    if (p->paths_sim == sim && p->paths_gpu == gpu) return ERR_OK;
+    const method_cfg_t *c = method_cfg(p->mt);
+    int rc = cost_paths_resolve(&p->cost, p->hw, sim, gpu, c->tier == TIER_CXL ? HWINST_CXL : HWINST_DRAM, &p->paths, e);
+    if (rc) return rc;
+    p->paths_sim = sim;
+    p->paths_gpu = gpu;
+    return ERR_OK;
+}
+
+int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    int rc = resolve_paths(p, sim, gpu, e);
+    if (rc) return rc;
+    const method_t *mt = p->mt;
+    const method_cfg_t *c = method_cfg(mt);
+    const llm_t *m = method_llm(mt);
+    bool prefill = req->phase == PLAN_PREFILL;
+    uint32_t nt = req->new_tokens ? req->new_tokens : 1;
+    plan_reset(out, req->phase, nt);
+    builder_t b = {p, out, e};
+    bool dense = c->method == METHOD_DENSE;
+    bool exact = dense || (prefill && c->prefill == PREFILL_EXACT);
+    bool query_dependent = !prefill && (c->method == METHOD_SPARQ || c->method == METHOD_FATHOM);
+    int L = m->layers, depth = (int)c->prefetch;
+    /* per layer: the op consuming its fetch buffer (attention or scan), to bound prefetch */
+    uint32_t *consumer = malloc((size_t)L * sizeof *consumer);
+    if (!consumer) return err_set(e, ERR_NOMEM, "provider: out of memory");
+    uint32_t prev = UINT32_MAX;
+    cost_xfer_t idx_form = c->index_fetch == FETCH_SM ? COST_SM_GATHER : COST_CE;
+    cost_xfer_t win_form = c->fetch == FETCH_SM ? COST_SM_GATHER : COST_CE_BATCH;
+    for (int l = 0; !rc && l < L; l++) {
+        method_layer_t ly;
+        method_layer(mt, l, req->context_tokens, nt, prefill, &ly);
+        uint32_t qkv, wf = UINT32_MAX, fetch = UINT32_MAX, tail = UINT32_MAX, attn = UINT32_MAX;
+        uint32_t buf_free = (depth > 0 && l - 1 - depth >= 0) ? consumer[l - 1 - depth] : UINT32_MAX;
+        rc = add_gemm(&b, GEMM_QKV, l, req->phase, nt, &prev, 1, &qkv);
+        if (depth == 0) buf_free = qkv;
+        if (!rc && ly.tail_hbm_bytes > 0)
+            rc = add_kernel(&b, OPKIND_ATTN_TAIL, l, ly.tail_hbm_bytes, ly.tail_flops, &qkv, 1, &tail);
+        if (!rc && exact) {
+            if (ly.kv_host_bytes > 0)
+                rc = add_transfer(&b, OPKIND_H2D_COPY, l, COST_CE, true, ly.kv_host_bytes, ly.kv_pieces, ly.kv_region_bytes,
+                                  &buf_free, 1, &fetch);
+            uint32_t deps[3] = {qkv, fetch, tail};
+            if (!rc) rc = add_kernel(&b, OPKIND_ATTN_DENSE, l, ly.attn_hbm_bytes, ly.attn_flops, deps, 3, &attn);
+            consumer[l] = attn;
+        } else if (!rc) {
+            if (query_dependent)
+                rc = add_kernel(&b, OPKIND_WF_PLAN, l, (double)m->q_heads * m->head_dim * 4.0,
+                                (double)m->q_heads * m->head_dim * FATHOM_MAX_BITS * 4.0, &qkv, 1, &wf);
+            if (!rc && ly.index_host_bytes > 0) {
+                uint32_t dep = query_dependent ? wf : buf_free;
+                rc = add_transfer(&b, OPKIND_INDEX_FETCH, l, idx_form, true, ly.index_host_bytes, ly.index_pieces,
+                                  ly.index_region_bytes, &dep, 1, &fetch);
+            }
+            uint32_t scan, topk, win = UINT32_MAX;
+            uint32_t sdeps[3] = {qkv, wf, fetch};
+            if (!rc)
+                rc = add_kernel(&b, OPKIND_SCAN, l, ly.index_host_bytes + ly.index_hbm_bytes + ly.scores * 4.0,
+                                ly.scan_flops, sdeps, 3, &scan);
+            consumer[l] = scan;
+            if (!rc) rc = add_kernel(&b, OPKIND_TOPK, l, ly.scores * 4.0 * p->cost.topk_passes, 0, &scan, 1, &topk);
+            if (!rc && ly.winner_host_bytes > 0)
+                rc = add_transfer(&b, OPKIND_WINNER_FETCH, l, win_form, true, ly.winner_host_bytes, ly.winner_pieces,
+                                  ly.kv_region_bytes, &topk, 1, &win);
+            uint32_t adeps[3] = {topk, win, tail};
+            if (!rc) rc = add_kernel(&b, OPKIND_ATTN_SPARSE, l, ly.attn_hbm_bytes, ly.attn_flops, adeps, 3, &attn);
+        }
+        if (!rc && ly.flush_bytes > 0) {
+            uint32_t q = qkv, fl;
+            if (ly.quantize_bytes > 0) rc = add_kernel(&b, OPKIND_QUANTIZE, l, ly.quantize_bytes, 0, &qkv, 1, &q);
+            if (!rc)
+                rc = add_transfer(&b, OPKIND_FLUSH, l, COST_CE, false, ly.flush_bytes, ly.flush_pieces, 0, &q, 1, &fl);
+        }
+        if (!rc) rc = add_gemm(&b, GEMM_OMLP, l, req->phase, nt, &attn, 1, &prev);
+    }
+    free(consumer);
+    uint32_t head;
+    if (!rc) rc = add_gemm(&b, GEMM_HEAD, -1, req->phase, 1, &prev, 1, &head);
+    if (!rc) {
+        plan_op_t op = op_new(OPKIND_SAMPLE, -1, STREAM_COMPUTE);
+        op.exec = PLAN_EXEC_GPU;
+        op.cost.latency_ps = cost_ps(p->cost.sample_s);
+        op.launch_ps = cost_ps(p->cost.launch_s);
+        calib_note(p->cost.cal, "sample_us", NAN);
+        rc = add(&b, &op, &head, 1, NULL);
+    }
+    out->graph_launch_ps = cost_ps(p->cost.graph_launch_s);
+    return rc;
+}
+
+/* ---- the engine's view ---------------------------------------------------------------------- */
+
+static int ops_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    return provider_build(self, plan_env_sim(env), plan_env_gpu(env), req, out, e);
+}
+
+static int ops_footprint(void *self, uint64_t context_tokens, double *hbm_bytes, double *host_bytes, err_t *e)
+{
+    provider_t *p = self;
+    footprint_t f;
+    footprint_session(p->mt, context_tokens, &f);
+    *hbm_bytes = f.hbm_bytes;
+    *host_bytes = f.host_bytes;
+    return ERR_OK;
+}
+
+static void ops_destroy(void *self, plan_env_t *env) { provider_free(self); }
+
+static const plan_provider_ops_t provider_ops = {"odsim-method", ops_build, NULL, ops_footprint, ops_destroy};
+
+plan_provider_t provider_wrap(provider_t *p) { return (plan_provider_t){&provider_ops, p}; }
+
+int provider_create(const cfg_node_t *method, const llm_t *m, const hw_t *hw, calib_t *cal, plan_provider_t *out,
+                    err_t *e)
+{
+    method_cfg_t cfg;
+    provider_t *p = NULL;
+    int rc = method_cfg_bind(method, &cfg, e);
+    if (!rc) rc = provider_new(&cfg, m, hw, cal, &p, e);
+    if (rc) return rc;
+    *out = provider_wrap(p);
+    return ERR_OK;
+}

@@ -1,0 +1,57 @@
+/* provider — a method (models/method.h) as the plan provider of one session (sim/plan.h).
+ *
+ * Per layer a plan holds: the QKV projection (GEMM, batch-mergeable), for sparq/fathom the per-query
+ * plan (wf_plan), the index fetch from host (copy engine or SM gather; queued up to `prefetch`
+ * layers ahead when it does not depend on the query), the scan, top-k, the winner fetch (SM gather or
+ * batched copy), the dense attention over the HBM window (attn_tail), the attention over the winners
+ * (attn_sparse), or for dense and exact prefill the K/V copy and attn_dense; when the plan completes
+ * a chunk of T tokens, the quantiser and the device→host flush; then O projection and MLP (GEMM,
+ * batch-mergeable). Per plan: the LM head (batch-mergeable) and sampling.
+ *
+ * Streams: 0 compute, 1 host→device copies, 2 SM gathers, 3 device→host flushes.
+ * Merge keys hash (model, weight dtype, phase, tokens, layer, which GEMM): equal keys come from equal
+ * cost models, so the engine may evaluate any session's.
+ *
+ * Memory: the provider's footprint callback gives the engine its session's footprint at a context
+ * (models/footprint.h): host (or tier) bytes for K/V and index, HBM for the placed index, the window
+ * and the buffers; the engine takes it from its pools. Weights are per GPU (footprint_t's
+ * hbm_weight_bytes), for the study to take once per GPU. */
+#ifndef ODSIM_MODELS_PROVIDER_H
+#define ODSIM_MODELS_PROVIDER_H
+
+#include "common/cfg.h"
+#include "common/err.h"
+#include "models/calib.h"
+#include "models/cost.h"
+#include "models/hwcat.h"
+#include "models/llm.h"
+#include "models/method.h"
+#include "sim/plan.h"
+
+typedef struct provider provider_t;
+
+/* A provider for method cfg on model m and machine hw, costs from cal (seeded from hw). hw and cal
+ * are borrowed and must outlive the provider; m is copied. Errors: those of method_new and
+ * cost_init; ERR_INVAL (fp8 weights on a GPU without FP8). */
+int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_t *cal, provider_t **out,
+                 err_t *e);
+
+/* provider_new from a scenario's method map (method_cfg_bind), wrapped for the engine: out->ops
+ * builds plans, gives the footprint, tells nothing on completion, and on destroy frees the provider. */
+int provider_create(const cfg_node_t *method, const llm_t *m, const hw_t *hw, calib_t *cal,
+                    plan_provider_t *out, err_t *e);
+
+/* Wraps an existing provider (ownership passes to the engine, which calls destroy). */
+plan_provider_t provider_wrap(provider_t *p);
+
+/* Frees a provider that was never given to an engine. NULL is ok. */
+void provider_free(provider_t *p);
+
+/* Builds the plan of req into out (reset here) for a session on GPU gpu of sim (resources named as
+ * models/hwinst.h says), without allocating memory: for `odsim plan`, tests and the engine's build.
+ * Errors: ERR_NOTFOUND (a resource missing), ERR_INVAL, ERR_NOMEM. */
+int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e);
+
+const method_t *provider_method(const provider_t *p);
+
+#endif

@@ -1,0 +1,1197 @@
+#include "sim/exec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- types ---------------------------------------------------------------------------------- */
+
+typedef struct ctx ctx_t;
+typedef struct run run_t;
+typedef struct sess sess_t;
+typedef struct gpu gpu_t;
+
+/* One op of a running plan (several sessions' ops when merged). */
+typedef struct xop {
+    plan_op_t op;            /* copy; dependency fields unused */
+    run_t *run;
+    uint32_t batch;          /* sessions it serves */
+    uint32_t pending;        /* predecessors not done (explicit and stream order) */
+    uint32_t succ_first, n_succ;
+    bool launched, started, waiting_gpu, done;
+    bool segment_start;      /* with CUDA graphs: first op of a graph segment */
+    uint32_t pos;            /* issue position in the run */
+    sim_ps_t t_launch, t_deps, t_ready, t_start, t_end; /* t_deps: predecessors done */
+    uint64_t session;
+} xop_t;
+
+struct run {
+    exec_t *x;
+    ctx_t *ctx;
+    gpu_t *gpu;
+    xop_t *ops;              /* in issue order */
+    uint32_t n_ops, n_done;
+    uint32_t *succ;          /* successor lists, sliced by xop.succ_first/n_succ */
+    uint32_t next_launch;    /* first op not yet launched */
+    bool in_launch_queue;
+    run_t *launch_next;      /* launch-thread FIFO link */
+    sess_t **members;
+    uint32_t n_members;
+    sim_ps_t t_begin;
+    uint64_t seq;            /* plan index (timeline) */
+    bool traced;
+    run_t *prev, *next;      /* the executor's list of runs in flight */
+};
+
+/* A CUDA context's host side: its launch thread, a serial FIFO server. */
+struct ctx {
+    exec_t *x;
+    sim_ps_t busy_ps;        /* total launch time */
+    run_t *launching;        /* the run whose next op is being launched (NULL: idle) */
+    run_t *q_head, *q_tail;
+};
+
+/* Waiting GPU ops of other contexts under time slicing, FIFO. */
+typedef struct gpu_wait {
+    xop_t **ops;
+    size_t n, cap, head;
+} gpu_wait_t;
+
+struct gpu {
+    int index;
+    ctx_t *owner;            /* processes: context whose kernels hold the GPU */
+    uint32_t owner_running;
+    gpu_wait_t waits;
+    bool iterating;          /* batching: an iteration is running */
+    sess_t **ready;          /* batching: sessions waiting for the next iteration */
+    size_t n_ready, cap_ready;
+    uint32_t live;           /* admitted, unfinished sessions */
+    uint32_t waiting_mem;    /* admitted sessions preempted for memory */
+    bool in_mem_kick, mem_kick_again;
+    bool kick_pending;       /* batching: a kick_ev is scheduled */
+    exec_t *x;
+    sess_t **admitq;         /* sessions waiting for memory (admission or growth), FIFO */
+    size_t n_admitq, cap_admitq;
+};
+
+typedef enum { S_ARRIVING, S_WAIT_MEM, S_THINKING, S_READY, S_RUNNING, S_DONE } sess_state_t;
+
+struct plan_env {
+    exec_t *x;
+    sess_t *s;
+};
+
+struct sess {
+    exec_t *x;
+    uint64_t id;
+    gpu_t *gpu;
+    ctx_t *ctx;
+    plan_provider_t prov;
+    plan_env_t env;
+    exec_turn_t *turns;
+    size_t n_turns, turn;
+    bool open_loop;
+    sess_state_t state;
+    double arrival_s;
+    uint64_t context, final_tokens;
+    uint32_t prefill_left, decode_left;
+    plan_request_t req;      /* the request of the plan being built or run */
+    plan_t plan;
+    uint64_t plans;
+    bool admitted, first_token_done;
+    sim_ps_t t_arrive, t_turn_ready, t_first_token, t_decode_ps;
+    uint64_t decoded;
+    double hbm_held, host_held;
+};
+
+struct exec {
+    sim_t *sim;
+    exec_config_t cfg;
+    gpu_t *gpus;
+    ctx_t shared_ctx;        /* streams and batching: one process per box */
+    sess_t **sessions;
+    size_t n_sessions, cap_sessions;
+    exec_stats_t stats;
+    sim_ps_t horizon_ps;
+    uint64_t plans_started;
+    exec_trace_op_t *timeline;
+    size_t n_timeline, cap_timeline;
+    sim_pool_t *hbm_pool;
+    run_t *runs;             /* in flight (freed by exec_free when the simulation stops first) */
+};
+
+static void run_kick_launch(run_t *r);
+static void ctx_kick(exec_t *x, ctx_t *c);
+static void op_try_start(xop_t *o);
+static void op_begin_flow(xop_t *o);
+static void sess_next(sess_t *s);
+static void gpu_kick_batch(exec_t *x, gpu_t *g);
+static void mem_kick(exec_t *x, gpu_t *g);
+static void sess_blocked(sess_t *s);
+static void gpu_kick_later(exec_t *x, gpu_t *g);
+
+static void fail(exec_t *x, int code, const char *what)
+{
+    err_t e;
+    err_set(&e, code, "%s", what);
+    sim_fail(x->sim, &e);
+}
+
+static void fail_err(exec_t *x, const err_t *e) { sim_fail(x->sim, e); }
+
+static int push_ptr(void ***arr, size_t *n, size_t *cap, void *p)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 8;
+        void **na = realloc(*arr, nc * sizeof *na);
+        if (!na) return ERR_NOMEM;
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = p;
+    return ERR_OK;
+}
+
+static double ps_to_s(sim_ps_t t) { return (double)t / (double)SIM_PS_PER_S; }
+static sim_ps_t s_to_ps(double s) { return (sim_ps_t)ceil(s * (double)SIM_PS_PER_S); }
+
+/* ---- plan_env ------------------------------------------------------------------------------- */
+
+sim_res_t plan_env_res(const plan_env_t *env, const char *name) { return sim_res_find(env->x->sim, name); }
+const sim_t *plan_env_sim(const plan_env_t *env) { return env->x->sim; }
+int plan_env_gpu(const plan_env_t *env) { return env->s->gpu->index; }
+uint64_t plan_env_session(const plan_env_t *env) { return env->s->id; }
+
+static sim_pool_t env_pool(const plan_env_t *env, bool hbm)
+{
+    const exec_t *x = env->x;
+    return hbm ? (x->hbm_pool ? x->hbm_pool[env->s->gpu->index] : -1) : x->cfg.host_pool;
+}
+
+int plan_env_alloc(plan_env_t *env, bool hbm, double bytes, err_t *e)
+{
+    sim_pool_t p = env_pool(env, hbm);
+    return p < 0 ? ERR_OK : sim_pool_alloc(env->x->sim, p, bytes, e);
+}
+
+void plan_env_release(plan_env_t *env, bool hbm, double bytes)
+{
+    sim_pool_t p = env_pool(env, hbm);
+    if (p >= 0) sim_pool_release(env->x->sim, p, bytes);
+}
+
+/* ---- building a run: merge, issue order, stream order ---------------------------------------- */
+
+typedef struct edge { uint32_t from, to; } edge_t;
+
+typedef struct builder {
+    xop_t *ops;
+    uint32_t n, cap;
+    edge_t *edges;
+    size_t n_edges, cap_edges;
+} builder_t;
+
+static int b_edge(builder_t *b, uint32_t from, uint32_t to)
+{
+    if (b->n_edges == b->cap_edges) {
+        size_t nc = b->cap_edges ? 2 * b->cap_edges : 64;
+        edge_t *ne = realloc(b->edges, nc * sizeof *ne);
+        if (!ne) return ERR_NOMEM;
+        b->edges = ne;
+        b->cap_edges = nc;
+    }
+    b->edges[b->n_edges++] = (edge_t){from, to};
+    return ERR_OK;
+}
+
+static int b_op(builder_t *b, const plan_op_t *op, uint64_t session, uint32_t *id)
+{
+    if (b->n == b->cap) {
+        uint32_t nc = b->cap ? 2 * b->cap : 64;
+        xop_t *no = realloc(b->ops, nc * sizeof *no);
+        if (!no) return ERR_NOMEM;
+        b->ops = no;
+        b->cap = nc;
+    }
+    xop_t *o = &b->ops[b->n];
+    memset(o, 0, sizeof *o);
+    o->op = *op;
+    o->batch = 1;
+    o->session = session;
+    *id = b->n++;
+    return ERR_OK;
+}
+
+/* Finds an earlier op with the same merge key (linear in the distinct keys; plans carry few). */
+typedef struct keyslot { uint64_t key; uint32_t id; } keyslot_t;
+
+static long key_find(const keyslot_t *k, size_t n, uint64_t key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (k[i].key == key) return (long)k[i].id;
+    return -1;
+}
+
+/* Adds the ops of every member's plan to b, merging equal keys; each plan's own order and
+ * dependencies become edges. Members are visited op index by op index (round robin), so the
+ * sessions' layers interleave. */
+static int build_merged(builder_t *b, sess_t **mem, uint32_t n_mem)
+{
+    uint32_t max_ops = 0;
+    for (uint32_t m = 0; m < n_mem; m++)
+        if (mem[m]->plan.n_ops > max_ops) max_ops = mem[m]->plan.n_ops;
+    uint32_t **map = calloc(n_mem, sizeof *map);
+    keyslot_t *keys = NULL;
+    size_t n_keys = 0, cap_keys = 0;
+    int rc = map ? ERR_OK : ERR_NOMEM;
+    for (uint32_t m = 0; !rc && m < n_mem; m++)
+        if (!(map[m] = malloc((mem[m]->plan.n_ops + 1) * sizeof **map))) rc = ERR_NOMEM;
+    for (uint32_t i = 0; !rc && i < max_ops; i++) {
+        for (uint32_t m = 0; !rc && m < n_mem; m++) {
+            const plan_t *p = &mem[m]->plan;
+            if (i >= p->n_ops) continue;
+            const plan_op_t *op = &p->ops[i];
+            long found = op->merge_key && n_mem > 1 ? key_find(keys, n_keys, op->merge_key) : -1;
+            uint32_t id = 0;
+            if (found >= 0) {
+                id = (uint32_t)found;
+                b->ops[id].batch++;
+            } else {
+                rc = b_op(b, op, mem[m]->id, &id);
+                if (!rc && op->merge_key) {
+                    if (n_keys == cap_keys) {
+                        cap_keys = cap_keys ? 2 * cap_keys : 64;
+                        keyslot_t *nk = realloc(keys, cap_keys * sizeof *nk);
+                        if (!nk) {
+                            rc = ERR_NOMEM;
+                            break;
+                        }
+                        keys = nk;
+                    }
+                    keys[n_keys++] = (keyslot_t){op->merge_key, id};
+                }
+            }
+            if (rc) break;
+            map[m][i] = id;
+            for (uint32_t k = 0; !rc && k < op->n_deps; k++) rc = b_edge(b, map[m][p->deps[op->dep_first + k]], id);
+        }
+    }
+    for (uint32_t m = 0; map && m < n_mem; m++) free(map[m]);
+    free(map);
+    free(keys);
+    return rc;
+}
+
+/* Issue order: a topological order of the merged DAG that takes, among ready ops, the one created
+ * first (for a single plan that is the plan's own order). Writes perm[new position] = old id. */
+static int issue_order(const builder_t *b, uint32_t *perm)
+{
+    uint32_t n = b->n;
+    uint32_t *indeg = calloc(n + 1, sizeof *indeg), *first = calloc(n + 2, sizeof *first);
+    uint32_t *adj = malloc((b->n_edges + 1) * sizeof *adj), *heap = malloc((n + 1) * sizeof *heap);
+    int rc = (indeg && first && adj && heap) ? ERR_OK : ERR_NOMEM;
+    for (size_t i = 0; !rc && i < b->n_edges; i++) {
+        first[b->edges[i].from + 2]++;
+        indeg[b->edges[i].to]++;
+    }
+    for (uint32_t i = 0; !rc && i < n; i++) first[i + 2] += first[i + 1];
+    for (size_t i = 0; !rc && i < b->n_edges; i++) adj[first[b->edges[i].from + 1]++] = b->edges[i].to;
+    size_t hn = 0, out = 0;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        if (indeg[i]) continue;
+        heap[hn++] = i; /* ids ascending: already a valid min-heap */
+    }
+    while (!rc && hn) {
+        uint32_t u = heap[0];
+        heap[0] = heap[--hn];
+        for (size_t i = 0;;) { /* sift down */
+            size_t l = 2 * i + 1, r = l + 1, m = i;
+            if (l < hn && heap[l] < heap[m]) m = l;
+            if (r < hn && heap[r] < heap[m]) m = r;
+            if (m == i) break;
+            uint32_t t = heap[i]; heap[i] = heap[m]; heap[m] = t;
+            i = m;
+        }
+        perm[out++] = u;
+        for (uint32_t k = first[u]; k < first[u + 1]; k++) {
+            uint32_t v = adj[k];
+            if (--indeg[v]) continue;
+            size_t i = hn++;
+            heap[i] = v;
+            while (i && heap[(i - 1) / 2] > heap[i]) { /* sift up */
+                uint32_t t = heap[i]; heap[i] = heap[(i - 1) / 2]; heap[(i - 1) / 2] = t;
+                i = (i - 1) / 2;
+            }
+        }
+    }
+    if (!rc && out != n) rc = ERR_CYCLE;
+    free(indeg);
+    free(first);
+    free(adj);
+    free(heap);
+    return rc;
+}
+
+/* Lays the builder's ops out in issue order in r, adds stream-order edges, builds successor lists. */
+static int run_layout(run_t *r, builder_t *b)
+{
+    uint32_t n = b->n;
+    uint32_t *perm = malloc((n + 1) * sizeof *perm), *pos = malloc((n + 1) * sizeof *pos);
+    int rc = (perm && pos) ? issue_order(b, perm) : ERR_NOMEM;
+    if (!rc) {
+        for (uint32_t i = 0; i < n; i++) pos[perm[i]] = i;
+        for (size_t i = 0; i < b->n_edges; i++) b->edges[i] = (edge_t){pos[b->edges[i].from], pos[b->edges[i].to]};
+        r->ops = malloc((n + 1) * sizeof *r->ops);
+        if (!r->ops) rc = ERR_NOMEM;
+    }
+    uint32_t last_on_stream[256];
+    memset(last_on_stream, 0xff, sizeof last_on_stream);
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        r->ops[i] = b->ops[perm[i]];
+        r->ops[i].pos = i;
+        r->ops[i].run = r;
+        uint8_t st = r->ops[i].op.stream;
+        if (last_on_stream[st] != UINT32_MAX) rc = b_edge(b, last_on_stream[st], i);
+        last_on_stream[st] = i;
+    }
+    uint32_t *cnt = rc ? NULL : calloc(n + 1, sizeof *cnt);
+    if (!rc && !cnt) rc = ERR_NOMEM;
+    r->succ = rc ? NULL : malloc((b->n_edges + 1) * sizeof *r->succ);
+    if (!rc && !r->succ) rc = ERR_NOMEM;
+    for (size_t i = 0; !rc && i < b->n_edges; i++) {
+        r->ops[b->edges[i].from].n_succ++;
+        r->ops[b->edges[i].to].pending++;
+    }
+    for (uint32_t i = 0, acc = 0; !rc && i < n; i++) {
+        r->ops[i].succ_first = acc;
+        acc += r->ops[i].n_succ;
+    }
+    for (size_t i = 0; !rc && i < b->n_edges; i++) {
+        uint32_t f = b->edges[i].from;
+        r->succ[r->ops[f].succ_first + cnt[f]++] = b->edges[i].to;
+    }
+    r->n_ops = rc ? 0 : n;
+    free(cnt);
+    free(perm);
+    free(pos);
+    return rc;
+}
+
+/* ---- the launch thread --------------------------------------------------------------------- */
+
+static bool graphs(const exec_t *x) { return x->cfg.cuda_graphs; }
+
+/* Host time to launch op o: its own launch, or with graphs one launch per segment. */
+static sim_ps_t launch_cost(const exec_t *x, const xop_t *o)
+{
+    if (!graphs(x)) return o->op.launch_ps;
+    return o->segment_start ? x->cfg.graph_launch_ps : 0;
+}
+
+/* The next op of r can be launched now (a host_sync op waits for its predecessors). */
+static bool launchable(const run_t *r)
+{
+    if (r->next_launch >= r->n_ops) return false;
+    const xop_t *o = &r->ops[r->next_launch];
+    return !o->op.host_sync || o->pending == 0;
+}
+
+static void ctx_enqueue(ctx_t *c, run_t *r)
+{
+    r->in_launch_queue = true;
+    r->launch_next = NULL;
+    if (c->q_tail) c->q_tail->launch_next = r;
+    else c->q_head = r;
+    c->q_tail = r;
+}
+
+static void op_launched(xop_t *o, sim_ps_t now)
+{
+    o->launched = true;
+    o->t_launch = now;
+    o->run->next_launch++;
+    op_try_start(o);
+}
+
+static void launch_done(sim_t *sim, void *arg)
+{
+    ctx_t *c = arg;
+    run_t *r = c->launching;
+    c->launching = NULL;
+    op_launched(&r->ops[r->next_launch], sim_now(sim));
+    run_kick_launch(r);
+    ctx_kick(c->x, c);
+}
+
+/* Serves the context's FIFO: free launches are done at once, costly ones take the thread. */
+static void ctx_kick(exec_t *x, ctx_t *c)
+{
+    while (!c->launching && c->q_head) {
+        run_t *r = c->q_head;
+        c->q_head = r->launch_next;
+        if (!c->q_head) c->q_tail = NULL;
+        r->in_launch_queue = false;
+        if (!launchable(r)) continue;
+        xop_t *o = &r->ops[r->next_launch];
+        sim_ps_t cost = launch_cost(x, o);
+        if (cost == 0) {
+            op_launched(o, sim_now(x->sim));
+            run_kick_launch(r);
+            continue;
+        }
+        err_t e;
+        c->launching = r;
+        c->busy_ps += cost;
+        if (sim_at(x->sim, sim_now(x->sim) + cost, launch_done, c, &e)) {
+            fail_err(x, &e);
+            return;
+        }
+    }
+}
+
+static void run_kick_launch(run_t *r)
+{
+    if (!r->in_launch_queue && launchable(r)) {
+        ctx_enqueue(r->ctx, r);
+        ctx_kick(r->x, r->ctx);
+    }
+}
+
+/* ---- running ops ---------------------------------------------------------------------------- */
+
+static void run_complete(run_t *r);
+
+static void op_finish(xop_t *o)
+{
+    run_t *r = o->run;
+    exec_t *x = r->x;
+    o->done = true;
+    o->t_end = sim_now(x->sim);
+    if (r->traced) {
+        if (x->n_timeline == x->cap_timeline) {
+            size_t nc = x->cap_timeline ? 2 * x->cap_timeline : 256;
+            exec_trace_op_t *nt = realloc(x->timeline, nc * sizeof *nt);
+            if (!nt) { fail(x, ERR_NOMEM, "exec: out of memory"); return; }
+            x->timeline = nt;
+            x->cap_timeline = nc;
+        }
+        x->timeline[x->n_timeline++] = (exec_trace_op_t){
+            .session = o->session, .batch = o->batch, .plan = r->seq, .kind = o->op.kind,
+            .layer = o->op.layer, .exec = o->op.exec, .stream = o->op.stream, .gpu = r->gpu->index,
+            .t_launch_ps = o->t_launch, .t_start_ps = o->t_start, .t_end_ps = o->t_end,
+            .track = o->op.n_uses ? o->op.uses[0].res : -1};
+    }
+    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec == PLAN_EXEC_GPU) {
+        gpu_t *g = r->gpu;
+        if (--g->owner_running == 0) {
+            g->owner = NULL;
+            /* Grant the GPU to the longest-waiting context, with all its waiting kernels. */
+            gpu_wait_t *w = &g->waits;
+            if (w->head < w->n) {
+                ctx_t *next = w->ops[w->head]->run->ctx;
+                size_t keep = w->head;
+                for (size_t i = w->head; i < w->n; i++) {
+                    xop_t *wo = w->ops[i];
+                    if (wo->run->ctx != next) { w->ops[keep++] = wo; continue; }
+                    wo->waiting_gpu = false;
+                    x->stats.lost_ps[sim_res_count(x->sim) + 1 + EXEC_LOST_TIMESLICE] += (double)(sim_now(x->sim) - wo->t_ready);
+                    g->owner = next;
+                    g->owner_running++;
+                    op_begin_flow(wo);
+                }
+                w->n = keep;
+                if (w->head >= w->n) w->head = w->n = 0;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < o->n_succ; k++) {
+        xop_t *s = &r->ops[r->succ[o->succ_first + k]];
+        if (--s->pending == 0) {
+            s->t_deps = sim_now(x->sim);
+            op_try_start(s);
+            if (s->pos == r->next_launch) run_kick_launch(r);
+        }
+    }
+    if (++r->n_done == r->n_ops) run_complete(r);
+}
+
+static void flow_done(sim_t *sim, void *arg, sim_flow_t *f)
+{
+    (void)sim;
+    (void)f;
+    op_finish(arg);
+}
+
+static void delay_done(sim_t *sim, void *arg)
+{
+    (void)sim;
+    op_finish(arg);
+}
+
+static int op_cost(const xop_t *o, plan_cost_t *c)
+{
+    *c = o->op.cost;
+    return o->op.cost_fn ? o->op.cost_fn(o->op.cost_model, o->batch, c) : ERR_OK;
+}
+
+static void op_begin_flow(xop_t *o)
+{
+    exec_t *x = o->run->x;
+    o->started = true;
+    o->t_start = sim_now(x->sim);
+    plan_cost_t c;
+    err_t e;
+    int rc = op_cost(o, &c);
+    if (rc) { fail(x, rc, "exec: an op's cost model failed"); return; }
+    if (o->op.n_uses == 0 && c.cap_rate <= 0) {
+        if (c.work > 0) { fail(x, ERR_INVAL, "exec: an op moves work over no resource"); return; }
+        if (sim_at(x->sim, o->t_start + c.latency_ps, delay_done, o, &e)) fail_err(x, &e);
+        return;
+    }
+    sim_res_t res[PLAN_MAX_USES];
+    double coef[PLAN_MAX_USES];
+    for (uint32_t u = 0; u < o->op.n_uses; u++) {
+        res[u] = o->op.uses[u].res;
+        coef[u] = o->op.uses[u].coef;
+    }
+    sim_flow_spec_t spec = {
+        .work = c.work, .cap_rate = c.cap_rate, .weight = o->op.weight > 0 ? o->op.weight : 1.0,
+        .latency_ps = c.latency_ps, .n_uses = o->op.n_uses, .res = res, .coef = coef,
+        .charge_ps = x->stats.lost_ps, .done = flow_done, .arg = o};
+    if (sim_flow_start(x->sim, &spec, NULL, &e)) fail_err(x, &e);
+}
+
+/* Starts o when it is launched, its predecessors (and stream predecessor) are done, and — between
+ * separate processes — the GPU is not held by another context. */
+static void op_try_start(xop_t *o)
+{
+    if (!o->launched || o->pending || o->started || o->waiting_gpu) return;
+    run_t *r = o->run;
+    exec_t *x = r->x;
+    o->t_ready = sim_now(x->sim);
+    /* Time an op was held back only by its launch is the launch thread's doing. */
+    if (o->t_launch > o->t_deps) x->stats.lost_ps[sim_res_count(x->sim) + 1 + EXEC_LOST_LAUNCH] += (double)(o->t_launch - o->t_deps);
+    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec == PLAN_EXEC_GPU) {
+        gpu_t *g = r->gpu;
+        bool others_waiting = g->waits.head < g->waits.n;
+        if (g->owner && (g->owner != r->ctx || others_waiting)) {
+            o->waiting_gpu = true;
+            if (push_ptr((void ***)&g->waits.ops, &g->waits.n, &g->waits.cap, o)) fail(x, ERR_NOMEM, "exec: out of memory");
+            return;
+        }
+        g->owner = r->ctx;
+        g->owner_running++;
+    }
+    op_begin_flow(o);
+}
+
+/* ---- runs ----------------------------------------------------------------------------------- */
+
+/* Idle-machine latency of the run: each op alone, after its predecessors (stream order included). */
+static sim_ps_t run_standalone_ps(const run_t *r)
+{
+    sim_ps_t *fin = calloc(r->n_ops + 1, sizeof *fin), *start = calloc(r->n_ops + 1, sizeof *start), worst = 0;
+    for (uint32_t i = 0; fin && start && i < r->n_ops; i++) {
+        const xop_t *o = &r->ops[i];
+        plan_cost_t c;
+        double rate = INFINITY;
+        if (op_cost(o, &c)) continue;
+        if (c.cap_rate > 0) rate = c.cap_rate;
+        for (uint32_t u = 0; u < o->op.n_uses; u++) {
+            double cr = sim_res_capacity(r->x->sim, o->op.uses[u].res) / o->op.uses[u].coef;
+            if (cr < rate) rate = cr;
+        }
+        fin[i] = start[i] + c.latency_ps + (c.work > 0 && isfinite(rate) ? s_to_ps(c.work / rate) : 0);
+        if (fin[i] > worst) worst = fin[i];
+        for (uint32_t k = 0; k < o->n_succ; k++) {
+            uint32_t s = r->succ[o->succ_first + k];
+            if (fin[i] > start[s]) start[s] = fin[i];
+        }
+    }
+    free(start);
+    free(fin);
+    return worst;
+}
+
+static void run_free(run_t *r)
+{
+    if (!r) return;
+    if (r->prev) r->prev->next = r->next;
+    else if (r->x && r->x->runs == r) r->x->runs = r->next;
+    if (r->next) r->next->prev = r->prev;
+    free(r->ops);
+    free(r->succ);
+    free(r->members);
+    free(r);
+}
+
+static void sess_plan_done(sess_t *s, sim_ps_t t_begin);
+
+static void run_complete(run_t *r)
+{
+    exec_t *x = r->x;
+    sim_ps_t now = sim_now(x->sim);
+    x->stats.actual_ps_sum += (double)(now - r->t_begin);
+    x->stats.standalone_ps_sum += (double)run_standalone_ps(r);
+    bool batching = x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS;
+    gpu_t *g = r->gpu;
+    for (uint32_t m = 0; m < r->n_members; m++) sess_plan_done(r->members[m], r->t_begin);
+    run_free(r);
+    if (batching) {
+        g->iterating = false;
+        gpu_kick_later(x, g);
+    }
+}
+
+/* Starts a run of the members' current plans on ctx. */
+static int run_start(exec_t *x, gpu_t *g, ctx_t *c, sess_t **members, uint32_t n, err_t *e)
+{
+    run_t *r = calloc(1, sizeof *r);
+    builder_t b = {0};
+    int rc = r ? ERR_OK : ERR_NOMEM;
+    if (!rc && !(r->members = malloc(n * sizeof *members))) rc = ERR_NOMEM;
+    if (!rc) {
+        memcpy(r->members, members, n * sizeof *members);
+        r->n_members = n;
+        r->x = x;
+        r->gpu = g;
+        r->ctx = c;
+        r->t_begin = sim_now(x->sim);
+        r->seq = x->plans_started++;
+        r->next = x->runs;
+        if (x->runs) x->runs->prev = r;
+        x->runs = r;
+        r->traced = r->seq < x->cfg.timeline_plans;
+        rc = build_merged(&b, members, n);
+    }
+    if (!rc) rc = run_layout(r, &b);
+    free(b.ops);
+    free(b.edges);
+    if (rc) {
+        run_free(r);
+        return err_set(e, rc, rc == ERR_CYCLE ? "exec: merged plans form a cycle" : "exec: out of memory");
+    }
+    x->stats.plans += n;
+    for (uint32_t i = 0; i < r->n_ops; i++) {
+        r->ops[i].segment_start = i == 0 || r->ops[i].op.host_sync;
+        r->ops[i].t_deps = r->t_begin;
+    }
+    if (r->n_ops == 0) {
+        run_complete(r);
+        return ERR_OK;
+    }
+    run_kick_launch(r);
+    return ERR_OK;
+}
+
+/* ---- memory and admission ------------------------------------------------------------------- */
+
+static int sess_footprint(sess_t *s, uint64_t tokens, double *hbm, double *host, err_t *e)
+{
+    *hbm = *host = 0;
+    if (!s->prov.ops->footprint) return ERR_OK;
+    return s->prov.ops->footprint(s->prov.self, tokens, hbm, host, e);
+}
+
+/* Grows the session's holdings to its footprint at `tokens`; nothing is taken on ERR_CAPACITY. */
+static int sess_hold(sess_t *s, uint64_t tokens, err_t *e)
+{
+    double hbm, host;
+    int rc = sess_footprint(s, tokens, &hbm, &host, e);
+    if (rc) return rc;
+    double d_hbm = hbm > s->hbm_held ? hbm - s->hbm_held : 0, d_host = host > s->host_held ? host - s->host_held : 0;
+    if (d_hbm > 0 && (rc = plan_env_alloc(&s->env, true, d_hbm, e))) return rc;
+    if (d_host > 0 && (rc = plan_env_alloc(&s->env, false, d_host, e))) {
+        plan_env_release(&s->env, true, d_hbm);
+        return rc;
+    }
+    s->hbm_held += d_hbm;
+    s->host_held += d_host;
+    return ERR_OK;
+}
+
+static void sess_release(sess_t *s)
+{
+    plan_env_release(&s->env, true, s->hbm_held);
+    plan_env_release(&s->env, false, s->host_held);
+    s->hbm_held = s->host_held = 0;
+}
+
+/* A user's next session: the context starts over; growth-mode holdings shrink to the new size
+ * (a reservation is kept: it covers the largest session). */
+static void sess_restart(sess_t *s, uint64_t tokens)
+{
+    s->context = tokens;
+    if (s->x->cfg.admission == EXEC_ADMIT_RESERVE) return;
+    double hbm = 0, host = 0;
+    err_t e;
+    if (sess_footprint(s, tokens, &hbm, &host, &e)) {
+        fail_err(s->x, &e);
+        return;
+    }
+    if (hbm < s->hbm_held) plan_env_release(&s->env, true, s->hbm_held - hbm);
+    if (host < s->host_held) plan_env_release(&s->env, false, s->host_held - host);
+    if (hbm < s->hbm_held) s->hbm_held = hbm;
+    if (host < s->host_held) s->host_held = host;
+    mem_kick(s->x, s->gpu);
+}
+
+static void sess_finish(sess_t *s, bool evicted)
+{
+    exec_t *x = s->x;
+    s->state = S_DONE;
+    sess_release(s);
+    if (s->admitted) s->gpu->live--;
+    if (evicted) x->stats.evictions++;
+    else x->stats.sessions_done++;
+    mem_kick(x, s->gpu);
+    gpu_kick_later(x, s->gpu);
+}
+
+static void sess_wait_mem(sess_t *s)
+{
+    s->state = S_WAIT_MEM;
+    if (push_ptr((void ***)&s->gpu->admitq, &s->gpu->n_admitq, &s->gpu->cap_admitq, s))
+        fail(s->x, ERR_NOMEM, "exec: out of memory");
+}
+
+static void sess_start_turn(sess_t *s);
+
+/* A running session whose context cannot grow: evicted, or preempted until memory frees. */
+static void sess_blocked(sess_t *s)
+{
+    if (s->x->cfg.admission == EXEC_ADMIT_GROW_EVICT) {
+        sess_finish(s, true);
+        return;
+    }
+    s->x->stats.preemptions++;
+    s->gpu->waiting_mem++;
+    sess_wait_mem(s);
+}
+
+/* Admission: reserve takes the final footprint now; grow takes the current one. */
+static int sess_try_admit(sess_t *s, err_t *e)
+{
+    exec_t *x = s->x;
+    uint64_t tokens = x->cfg.admission == EXEC_ADMIT_RESERVE ? s->final_tokens : s->context;
+    int rc = sess_hold(s, tokens, e);
+    if (rc) return rc;
+    s->admitted = true;
+    s->gpu->live++;
+    hist_add(x->stats.admit_wait_s, ps_to_s(sim_now(x->sim) - s->t_arrive));
+    return ERR_OK;
+}
+
+static uint32_t next_chunk(const sess_t *s)
+{
+    uint32_t c = s->x->cfg.prefill_chunk;
+    return s->prefill_left ? (s->prefill_left < c ? s->prefill_left : c) : 1;
+}
+
+/* Retries the sessions waiting for memory on g, in arrival order; those that still do not fit keep
+ * their place ahead of any that queue meanwhile. */
+static void mem_kick(exec_t *x, gpu_t *g)
+{
+    if (g->in_mem_kick) {
+        g->mem_kick_again = true;
+        return;
+    }
+    g->in_mem_kick = true;
+    do {
+        g->mem_kick_again = false;
+        sess_t **q = g->admitq;
+        size_t n = g->n_admitq, keep = 0;
+        g->admitq = NULL;
+        g->n_admitq = g->cap_admitq = 0;
+        for (size_t i = 0; i < n; i++) {
+            sess_t *s = q[i];
+            err_t e;
+            bool was_admitted = s->admitted;
+            int rc = was_admitted ? sess_hold(s, s->context + next_chunk(s), &e) : sess_try_admit(s, &e);
+            if (rc == ERR_CAPACITY) {
+                q[keep++] = s;
+                continue;
+            }
+            if (rc) {
+                fail_err(x, &e);
+                break;
+            }
+            if (was_admitted) g->waiting_mem--;
+            if (was_admitted) sess_next(s);
+            else sess_start_turn(s);
+        }
+        for (size_t i = 0; i < g->n_admitq; i++) q[keep++] = g->admitq[i]; /* n ≥ keep + these */
+        free(g->admitq);
+        g->admitq = q;
+        g->n_admitq = keep;
+        g->cap_admitq = n;
+    } while (g->mem_kick_again);
+    g->in_mem_kick = false;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------- */
+
+static void turn_ready_ev(sim_t *sim, void *arg)
+{
+    (void)sim;
+    sess_start_turn(arg);
+}
+
+static void sess_start_turn(sess_t *s)
+{
+    exec_t *x = s->x;
+    if (s->turn >= s->n_turns || sim_now(x->sim) > x->horizon_ps) { sess_finish(s, false); return; }
+    const exec_turn_t *t = &s->turns[s->turn];
+    if (t->restart && s->turn > 0) sess_restart(s, t->context_tokens);
+    /* A session's first turn was ready when it arrived: waiting for admission is part of its TTFT. */
+    s->t_turn_ready = s->turn == 0 && s->plans == 0 ? s->t_arrive : sim_now(x->sim);
+    s->prefill_left = t->prefill_tokens;
+    s->decode_left = t->decode_tokens;
+    s->first_token_done = false;
+    sess_next(s);
+}
+
+/* Builds the session's next plan (memory grown first) into s->plan. */
+static int sess_build(sess_t *s, err_t *e)
+{
+    exec_t *x = s->x;
+    bool prefill = s->prefill_left > 0;
+    uint32_t chunk = next_chunk(s);
+    s->req = (plan_request_t){.phase = prefill ? PLAN_PREFILL : PLAN_DECODE, .context_tokens = s->context,
+                              .new_tokens = chunk, .step = s->plans};
+    if (x->cfg.admission != EXEC_ADMIT_RESERVE) {
+        int rc = sess_hold(s, s->context + chunk, e);
+        if (rc) return rc;
+    }
+    plan_reset(&s->plan, s->req.phase, chunk);
+    int rc = s->prov.ops->build(s->prov.self, &s->env, &s->req, &s->plan, e);
+    if (!rc) rc = plan_validate(&s->plan, e);
+    if (rc) return err_prefix(e, "session %llu, plan %llu", (unsigned long long)s->id, (unsigned long long)s->plans);
+    return ERR_OK;
+}
+
+static void sess_next(sess_t *s)
+{
+    exec_t *x = s->x;
+    bool batching = x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS;
+    if (batching) {
+        s->state = S_READY;
+        if (push_ptr((void ***)&s->gpu->ready, &s->gpu->n_ready, &s->gpu->cap_ready, s)) {
+            fail(x, ERR_NOMEM, "exec: out of memory");
+            return;
+        }
+        gpu_kick_later(x, s->gpu);
+        return;
+    }
+    err_t e;
+    int rc = sess_build(s, &e);
+    if (rc == ERR_CAPACITY) {
+        sess_blocked(s);
+        return;
+    }
+    if (rc) { fail_err(x, &e); return; }
+    s->state = S_RUNNING;
+    if ((rc = run_start(x, s->gpu, s->ctx, &s, 1, &e))) fail_err(x, &e);
+}
+
+/* Batching: starts the GPU's next iteration when it is idle and its batch is ready (lockstep: every
+ * admitted session that is not waiting for memory). */
+static void gpu_kick_batch(exec_t *x, gpu_t *g)
+{
+    if (!(x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS) || g->iterating || !g->n_ready) return;
+    if (x->cfg.mode == EXEC_LOCKSTEP && g->n_ready < g->live - g->waiting_mem) return;
+    uint32_t n = (uint32_t)g->n_ready;
+    if (x->cfg.max_batch && n > x->cfg.max_batch) n = x->cfg.max_batch;
+    sess_t **taken = malloc(n * sizeof *taken);
+    if (!taken) {
+        fail(x, ERR_NOMEM, "exec: out of memory");
+        return;
+    }
+    memcpy(taken, g->ready, n * sizeof *taken);
+    memmove(g->ready, g->ready + n, (g->n_ready - n) * sizeof *g->ready);
+    g->n_ready -= n;
+    uint32_t m = 0, blocked = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sess_t *s = taken[i];
+        err_t e;
+        int rc = sess_build(s, &e);
+        if (rc && rc != ERR_CAPACITY) {
+            free(taken);
+            fail_err(x, &e);
+            return;
+        }
+        s->state = rc ? S_WAIT_MEM : S_RUNNING;
+        if (rc) taken[n - 1 - blocked++] = s; /* blocked ones collect at the end, members at the front */
+        else taken[m++] = s;
+    }
+    if (m) {
+        err_t e;
+        g->iterating = true;
+        if (run_start(x, g, &x->shared_ctx, taken, m, &e)) fail_err(x, &e);
+    }
+    for (uint32_t i = n - blocked; i < n; i++) sess_blocked(taken[i]);
+    free(taken);
+}
+
+/* The turn that just ended met the SLO: TTFT, and decode rate after the first token. */
+static bool turn_meets_slo(const sess_t *s, sim_ps_t now)
+{
+    const exec_config_t *c = &s->x->cfg;
+    double ttft = ps_to_s(s->t_first_token - s->t_turn_ready);
+    uint32_t n = s->turns[s->turn].decode_tokens;
+    double rest = ps_to_s(now - s->t_first_token);
+    double tps = n > 1 && rest > 0 ? (double)(n - 1) / rest : INFINITY;
+    return (c->slo_ttft_s <= 0 || ttft <= c->slo_ttft_s) && (c->slo_turn_tps <= 0 || tps >= c->slo_turn_tps);
+}
+
+static void kick_ev(sim_t *sim, void *arg)
+{
+    (void)sim;
+    gpu_t *g = arg;
+    g->kick_pending = false;
+    gpu_kick_batch(g->x, g);
+}
+
+/* Batching: forms the next batch after every other event of this instant, so sessions that become
+ * ready at the same time (arrivals, the end of an iteration) join the same iteration. */
+static void gpu_kick_later(exec_t *x, gpu_t *g)
+{
+    err_t e;
+    if (g->kick_pending) return;
+    g->kick_pending = true;
+    if (sim_at(x->sim, sim_now(x->sim), kick_ev, g, &e)) fail_err(x, &e);
+}
+
+static void sess_plan_done(sess_t *s, sim_ps_t t_begin)
+{
+    exec_t *x = s->x;
+    sim_ps_t now = sim_now(x->sim);
+    double dt_s = ps_to_s(now - t_begin);
+    err_t e;
+    if (s->prov.ops->completed && s->prov.ops->completed(s->prov.self, &s->env, &s->req, &e)) { fail_err(x, &e); return; }
+    s->plans++;
+    s->context += s->req.new_tokens;
+    if (s->req.phase == PLAN_PREFILL) {
+        s->prefill_left -= s->req.new_tokens;
+        x->stats.prefill_tokens += s->req.new_tokens;
+        hist_add(x->stats.prefill_chunk_s, dt_s);
+    } else {
+        s->decode_left--;
+        s->decoded++;
+        s->t_decode_ps += now - t_begin;
+        x->stats.decode_tokens++;
+        hist_add(x->stats.step_s, dt_s);
+        if (x->stats.decode_tokens == 1) x->stats.first_token_s = ps_to_s(now);
+        x->stats.last_token_s = ps_to_s(now);
+        if (!s->first_token_done) {
+            s->first_token_done = true;
+            s->t_first_token = now;
+            hist_add(x->stats.ttft_s, ps_to_s(now - s->t_turn_ready));
+        }
+    }
+    if (x->cfg.on_plan) x->cfg.on_plan(x->cfg.on_plan_arg, s->id, s->req.phase, s->req.context_tokens, dt_s);
+    if (s->prefill_left || s->decode_left) { sess_next(s); return; }
+    x->stats.turns_done++;
+    if (turn_meets_slo(s, now)) x->stats.turns_slo_ok++;
+    s->turn++;
+    if (s->turn >= s->n_turns) { sess_finish(s, false); return; }
+    const exec_turn_t *t = &s->turns[s->turn];
+    sim_ps_t at = s->open_loop && t->arrival_s >= 0 ? s_to_ps(t->arrival_s) : now + s_to_ps(t->think_s);
+    if (at < now) at = now;
+    s->state = S_THINKING;
+    if (sim_at(x->sim, at, turn_ready_ev, s, &e)) fail_err(x, &e);
+}
+
+static void sess_arrive(sim_t *sim, void *arg)
+{
+    sess_t *s = arg;
+    s->t_arrive = sim_now(sim);
+    err_t e;
+    if (sim_now(sim) > s->x->horizon_ps) {
+        s->state = S_DONE;
+        s->x->stats.sessions_rejected++;
+        return;
+    }
+    int rc = sess_try_admit(s, &e);
+    if (rc == ERR_CAPACITY) { sess_wait_mem(s); return; }
+    if (rc) { fail_err(s->x, &e); return; }
+    sess_start_turn(s);
+}
+
+/* ---- public --------------------------------------------------------------------------------- */
+
+int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
+{
+    *out = NULL;
+    if (cfg->n_gpus < 1 || cfg->n_gpus > 1024) return err_set(e, ERR_INVAL, "exec: %d GPUs", cfg->n_gpus);
+    if (cfg->prefill_chunk < 1) return err_set(e, ERR_INVAL, "exec: prefill chunk must be ≥ 1 token");
+    if ((int)cfg->mode < EXEC_STREAMS || cfg->mode > EXEC_CONTINUOUS) return err_set(e, ERR_INVAL, "exec: unknown mode");
+    if (cfg->graph_launch_ps < 0) return err_set(e, ERR_INVAL, "exec: negative graph launch time");
+    exec_t *x = calloc(1, sizeof *x);
+    if (!x) return err_set(e, ERR_NOMEM, "exec: out of memory");
+    x->sim = sim;
+    x->cfg = *cfg;
+    x->horizon_ps = SIM_TIME_NEVER;
+    x->gpus = calloc((size_t)cfg->n_gpus, sizeof *x->gpus);
+    x->stats.n_lost = sim_res_count(sim) + 1 + EXEC_LOST_EXTRA;
+    x->stats.lost_ps = calloc(x->stats.n_lost, sizeof *x->stats.lost_ps);
+    x->stats.step_s = hist_new();
+    x->stats.ttft_s = hist_new();
+    x->stats.prefill_chunk_s = hist_new();
+    x->stats.admit_wait_s = hist_new();
+    x->stats.session_tps = hist_new();
+    if (cfg->hbm_pool && (x->hbm_pool = malloc((size_t)cfg->n_gpus * sizeof *x->hbm_pool)))
+        memcpy(x->hbm_pool, cfg->hbm_pool, (size_t)cfg->n_gpus * sizeof *x->hbm_pool);
+    x->cfg.hbm_pool = x->hbm_pool;
+    if (!x->gpus || !x->stats.lost_ps || !x->stats.step_s || !x->stats.ttft_s || !x->stats.prefill_chunk_s ||
+        !x->stats.admit_wait_s || !x->stats.session_tps || (cfg->hbm_pool && !x->hbm_pool)) {
+        exec_free(x);
+        return err_set(e, ERR_NOMEM, "exec: out of memory");
+    }
+    for (int g = 0; g < cfg->n_gpus; g++) {
+        x->gpus[g].index = g;
+        x->gpus[g].x = x;
+    }
+    *out = x;
+    return ERR_OK;
+}
+
+static void sess_free(sess_t *s)
+{
+    if (s->state != S_DONE) sess_release(s);
+    if (s->prov.ops && s->prov.ops->destroy) s->prov.ops->destroy(s->prov.self, &s->env);
+    plan_free(&s->plan);
+    free(s->turns);
+    free(s);
+}
+
+void exec_free(exec_t *x)
+{
+    if (!x) return;
+    while (x->runs) run_free(x->runs);
+    for (size_t i = 0; i < x->n_sessions; i++) {
+        if (x->sessions[i]->ctx != &x->shared_ctx) free(x->sessions[i]->ctx);
+        sess_free(x->sessions[i]);
+    }
+    free(x->sessions);
+    for (int g = 0; x->gpus && g < x->cfg.n_gpus; g++) {
+        free(x->gpus[g].waits.ops);
+        free(x->gpus[g].ready);
+        free(x->gpus[g].admitq);
+    }
+    free(x->gpus);
+    free(x->stats.lost_ps);
+    hist_free(x->stats.step_s);
+    hist_free(x->stats.ttft_s);
+    hist_free(x->stats.prefill_chunk_s);
+    hist_free(x->stats.admit_wait_s);
+    hist_free(x->stats.session_tps);
+    free(x->timeline);
+    free(x->hbm_pool);
+    free(x);
+}
+
+static int spec_check(const exec_t *x, const exec_session_spec_t *spec, err_t *e)
+{
+    if (spec->gpu < 0 || spec->gpu >= x->cfg.n_gpus)
+        return err_set(e, ERR_INVAL, "session %llu: GPU %d of %d", (unsigned long long)spec->id, spec->gpu, x->cfg.n_gpus);
+    if (!spec->n_turns) return err_set(e, ERR_INVAL, "session %llu: no turns", (unsigned long long)spec->id);
+    if (!spec->provider.ops || !spec->provider.ops->build)
+        return err_set(e, ERR_INVAL, "session %llu: no plan provider", (unsigned long long)spec->id);
+    if (!(spec->arrival_s >= 0) || !isfinite(spec->arrival_s))
+        return err_set(e, ERR_INVAL, "session %llu: arrival %g s", (unsigned long long)spec->id, spec->arrival_s);
+    for (size_t i = 0; i < spec->n_turns; i++) {
+        const exec_turn_t *t = &spec->turns[i];
+        if (!t->decode_tokens)
+            return err_set(e, ERR_INVAL, "session %llu turn %zu: no decode tokens", (unsigned long long)spec->id, i);
+        if (!(t->think_s >= 0) || !isfinite(t->think_s))
+            return err_set(e, ERR_INVAL, "session %llu turn %zu: think time %g s", (unsigned long long)spec->id, i, t->think_s);
+    }
+    return ERR_OK;
+}
+
+int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
+{
+    int rc = spec_check(x, spec, e);
+    sess_t *s = rc ? NULL : calloc(1, sizeof *s);
+    if (!rc && !s) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    if (!rc && !(s->turns = malloc(spec->n_turns * sizeof *s->turns))) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    bool own_ctx = x->cfg.mode == EXEC_PROCESSES || x->cfg.mode == EXEC_MPS;
+    ctx_t *c = rc ? NULL : own_ctx ? calloc(1, sizeof *c) : &x->shared_ctx;
+    if (c) c->x = x;
+    if (!rc && !c) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    if (!rc && push_ptr((void ***)&x->sessions, &x->n_sessions, &x->cap_sessions, s)) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    if (rc) {
+        if (spec->provider.ops && spec->provider.ops->destroy) {
+            plan_env_t env = {x, NULL};
+            spec->provider.ops->destroy(spec->provider.self, &env);
+        }
+        if (s) free(s->turns);
+        if (c != &x->shared_ctx) free(c);
+        free(s);
+        return rc;
+    }
+    memcpy(s->turns, spec->turns, spec->n_turns * sizeof *s->turns);
+    s->x = x;
+    s->id = spec->id;
+    s->gpu = &x->gpus[spec->gpu];
+    s->ctx = c;
+    s->prov = spec->provider;
+    s->env = (plan_env_t){x, s};
+    s->n_turns = spec->n_turns;
+    s->open_loop = spec->open_loop;
+    s->arrival_s = spec->arrival_s;
+    s->context = spec->context_tokens;
+    s->final_tokens = spec->final_tokens > spec->context_tokens ? spec->final_tokens : spec->context_tokens;
+    s->state = S_ARRIVING;
+    plan_init(&s->plan);
+    if (sim_at(x->sim, s_to_ps(spec->arrival_s), sess_arrive, s, e)) return e ? e->code : ERR_INVAL;
+    return ERR_OK;
+}
+
+void exec_set_horizon(exec_t *x, sim_ps_t t) { x->horizon_ps = t; }
+
+const exec_stats_t *exec_stats(const exec_t *x)
+{
+    exec_stats_t *st = (exec_stats_t *)&x->stats;
+    /* Rebuilt on each call: sessions still running count with what they decoded so far. */
+    hist_t *tps = hist_new();
+    for (size_t i = 0; tps && i < x->n_sessions; i++) {
+        const sess_t *s = x->sessions[i];
+        if (s->decoded && s->t_decode_ps > 0) hist_add(tps, (double)s->decoded / ps_to_s(s->t_decode_ps));
+    }
+    if (tps) {
+        hist_free(st->session_tps);
+        st->session_tps = tps;
+    }
+    st->sessions_waiting = 0;
+    for (size_t i = 0; i < x->n_sessions; i++) st->sessions_waiting += x->sessions[i]->state == S_WAIT_MEM;
+    st->launch_busy_ps = (double)x->shared_ctx.busy_ps;
+    st->launch_threads = x->cfg.mode == EXEC_PROCESSES || x->cfg.mode == EXEC_MPS ? (uint32_t)x->n_sessions : 1;
+    for (size_t i = 0; i < x->n_sessions; i++)
+        if (x->sessions[i]->ctx != &x->shared_ctx) st->launch_busy_ps += (double)x->sessions[i]->ctx->busy_ps;
+    return st;
+}
+
+const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n)
+{
+    *n = x->n_timeline;
+    return x->timeline;
+}
+
+const char *exec_lost_name(int extra)
+{
+    static const char *const names[] = {"cap", "launch", "timeslice"};
+    return extra >= 0 && extra < EXEC_LOST_EXTRA ? names[extra] : "?";
+}
+
+static const char *const mode_names[] = {"streams", "processes", "mps", "lockstep", "continuous"};
+
+const char *exec_mode_name(exec_mode_t m) { return (unsigned)m <= EXEC_CONTINUOUS ? mode_names[m] : "?"; }
+
+int exec_mode_parse(const char *s)
+{
+    for (int i = 0; i <= EXEC_CONTINUOUS; i++)
+        if (!strcmp(mode_names[i], s)) return i;
+    return -1;
+}

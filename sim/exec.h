@@ -1,0 +1,147 @@
+/* exec — runs sessions' plans on a box: how sessions reach the GPU, their turns, admission, stats.
+ *
+ * Sessions replay turns (think time or a recorded arrival, prefill tokens appended in chunks, then
+ * decode steps). For each step the session's plan provider builds a DAG (sim/plan.h) that the executor
+ * launches and runs:
+ *   - launches cost host CPU time on the context's launch thread, a serial server (one per process;
+ *     with CUDA graphs one launch per graph segment instead of one per op; a host_sync op starts a
+ *     new segment and its launch waits for its predecessors);
+ *   - an op starts when launched, its predecessors are done and the previous op of its stream is done;
+ *     it then runs as one fluid flow over its resources (sim/sim.h);
+ *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their GPU kernels
+ *     are time-sliced (never overlap; granted first come, first served); copies still overlap;
+ *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
+ *     share one launch thread, MPS clients have one each;
+ *   - lockstep and continuous batching (EXEC_LOCKSTEP, EXEC_CONTINUOUS) run one iteration at a time
+ *     per GPU: the plans of the batched sessions are merged (equal merge keys execute once, their cost
+ *     evaluated for the batch size). Lockstep waits for every live session on the GPU; continuous
+ *     takes the sessions ready when the iteration starts.
+ * Memory: each session's footprint (plan_provider_ops_t.footprint) is taken from the GPU's HBM pool
+ * and the host pool — in full at admission (EXEC_ADMIT_RESERVE), or as the context grows with the
+ * session waiting (preempted) or evicted when a pool is full.
+ *
+ * The executor owns the sessions' providers once added. It never looks inside an op beyond its
+ * executor, stream, cost and uses. */
+#ifndef ODSIM_SIM_EXEC_H
+#define ODSIM_SIM_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "common/err.h"
+#include "sim/hist.h"
+#include "sim/plan.h"
+#include "sim/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { EXEC_STREAMS, EXEC_PROCESSES, EXEC_MPS, EXEC_LOCKSTEP, EXEC_CONTINUOUS } exec_mode_t;
+typedef enum { EXEC_ADMIT_RESERVE, EXEC_ADMIT_GROW_PREEMPT, EXEC_ADMIT_GROW_EVICT } exec_admit_t;
+
+typedef struct exec_config {
+    exec_mode_t mode;
+    bool cuda_graphs;            /* one launch per graph segment instead of one per op */
+    exec_admit_t admission;
+    int n_gpus;                  /* ≥ 1 */
+    uint32_t max_batch;          /* batching modes: most sessions per iteration; 0 = no limit */
+    uint32_t prefill_chunk;      /* tokens per prefill chunk, ≥ 1 */
+    sim_ps_t graph_launch_ps;    /* host time to launch one CUDA graph segment */
+    /* Pools by GPU (HBM) and the host pool; -1 for none (memory not tracked). */
+    const sim_pool_t *hbm_pool;  /* n_gpus entries, or NULL */
+    sim_pool_t host_pool;
+    uint32_t timeline_plans;     /* record the ops of the first N plans (all sessions) */
+    double slo_ttft_s;           /* a turn meets the SLO when its TTFT is at most this (0: any) */
+    double slo_turn_tps;         /*   and it decodes at least this many tokens/s (0: any) */
+    /* Called after every plan of every session (NULL: none): context before the plan, its latency. */
+    void (*on_plan)(void *arg, uint64_t session, plan_phase_t phase, uint64_t context_tokens, double latency_s);
+    void *on_plan_arg;
+} exec_config_t;
+
+typedef struct exec_turn {
+    bool restart;            /* a new session of the same user begins: the context restarts at
+                              * context_tokens and memory shrinks to its footprint */
+    uint64_t context_tokens; /* with restart: tokens already in the new context (a reused prefix) */
+    double think_s;          /* closed loop: time after the previous turn's last token; ≥ 0 */
+    double arrival_s;        /* open loop: absolute arrival time; < 0 when the source has none */
+    uint32_t prefill_tokens; /* tokens appended (user message, tool output) */
+    uint32_t decode_tokens;  /* tokens generated, ≥ 1 */
+} exec_turn_t;
+
+typedef struct exec_session_spec {
+    uint64_t id;
+    int gpu;                 /* 0 .. n_gpus-1 */
+    double arrival_s;        /* session start (its first turn's earliest time) */
+    uint64_t context_tokens; /* tokens already in context at arrival (e.g. a shared prefix) */
+    uint64_t final_tokens;   /* context at the end of its last turn (for reservation) */
+    bool open_loop;          /* turns at their arrival_s (else after think_s) */
+    const exec_turn_t *turns;
+    size_t n_turns;
+    plan_provider_t provider; /* ownership passes to the executor on success */
+} exec_session_spec_t;
+
+/* Aggregated results. Histograms are in seconds; owned by the executor. */
+typedef struct exec_stats {
+    hist_t *step_s;          /* decode step latency */
+    hist_t *ttft_s;          /* time to first token per turn: turn ready → first decode step done */
+    hist_t *prefill_chunk_s; /* prefill chunk latency */
+    hist_t *admit_wait_s;    /* arrival → admission */
+    hist_t *session_tps;     /* per session: decode tokens / time in decode steps (tokens/s) */
+    uint64_t decode_tokens, prefill_tokens, plans, turns_done, sessions_done;
+    uint64_t turns_slo_ok;   /* turns meeting slo_ttft_s and slo_turn_tps */
+    uint64_t preemptions, evictions, sessions_rejected;
+    uint64_t sessions_waiting; /* waiting for memory now (admission or growth) */
+    double first_token_s, last_token_s; /* span over which tokens were produced */
+    double *lost_ps;         /* where time went, summed over all plans' ops: one entry per resource,
+                              * then EXEC_LOST_CAP, EXEC_LOST_LAUNCH, EXEC_LOST_TIMESLICE (n_lost) */
+    size_t n_lost;
+    double standalone_ps_sum, actual_ps_sum; /* Σ over plans of idle-machine and actual latency */
+    double launch_busy_ps;   /* Σ launch-thread busy time over all threads */
+    uint32_t launch_threads;
+} exec_stats_t;
+
+enum { EXEC_LOST_CAP = 0, EXEC_LOST_LAUNCH = 1, EXEC_LOST_TIMESLICE = 2, EXEC_LOST_EXTRA = 3 };
+
+/* One op's execution, for timelines (first `timeline_plans` plans). */
+typedef struct exec_trace_op {
+    uint64_t session;        /* the first session of a merged op */
+    uint32_t batch;          /* sessions served */
+    uint64_t plan;           /* index of the plan within the session */
+    uint16_t kind, layer;
+    uint8_t exec, stream;
+    int gpu;
+    sim_ps_t t_launch_ps, t_start_ps, t_end_ps;
+    sim_res_t track;         /* the op's first use (the resource track it is drawn on), -1 if none */
+} exec_trace_op_t;
+
+typedef struct exec exec_t;
+
+/* Creates an executor over sim (borrowed; must outlive it). Errors: ERR_INVAL (bad config), ERR_NOMEM. */
+int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e);
+/* Frees the executor, its sessions and their providers (destroy is called). NULL is ok. */
+void exec_free(exec_t *x);
+
+/* Adds a session: it arrives at spec->arrival_s. Arrays are copied; the provider is owned by the
+ * executor from now on (also on error). Errors: ERR_INVAL (gpu out of range, no turns, a turn with
+ * no decode tokens, negative think time), ERR_NOMEM. */
+int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e);
+
+/* Stops new turns from starting after time t (the study's duration); running turns finish. */
+void exec_set_horizon(exec_t *x, sim_ps_t t);
+
+/* Results so far (valid until exec_free or the next call). */
+const exec_stats_t *exec_stats(const exec_t *x);
+/* The recorded timeline ops (first timeline_plans plans), in completion order. */
+const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n);
+
+/* Names of the extra lost-time categories after the resources ("cap", "launch", "timeslice"). */
+const char *exec_lost_name(int extra);
+/* Name of a mode / admission policy ("streams", "processes", ...), and parse one (-1 if unknown). */
+const char *exec_mode_name(exec_mode_t m);
+int exec_mode_parse(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,157 @@
+/* The study assembly end to end: closed forms on an ideal profile, link what-ifs on the real one,
+ * bytes at the resources against the plans, determinism, and scenario errors. Run from the repo root. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/study.h"
+#include "models/provider.h"
+
+static study_result_t *run_yaml(const char *yaml, const char *const *sets, size_t n_sets)
+{
+    cfg_doc_t *doc;
+    err_t e;
+    cr_assert_eq(cfg_parse_string("test.yaml", yaml, strlen(yaml), &doc, &e), 0, "%s", e.msg);
+    for (size_t i = 0; i < n_sets; i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
+    study_t *s;
+    cr_assert_eq(study_open_doc(doc, "test.yaml", &s, &e), 0, "%s", e.msg);
+    study_result_t *r;
+    cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+    study_free(s);
+    return r;
+}
+
+/* One session decoding at a fixed context on the ideal platform (no latencies, efficiency 1). */
+static const char *ideal =
+    "name: ideal\n"
+    "calibration: tests/data/ideal_calib.yaml\n"
+    "hardware: {box: h200-1, set: {duplex_GBps: 1000000}}\n"
+    "model: {name: qwen3-8b}\n"
+    "method: {method: dense, prefetch: 0}\n"
+    "serving: {mode: streams}\n"
+    "workload: {kind: probe, probe: {what: session_step, n_tokens: 32768, sessions: 1, steps: 3}}\n"
+    "run: {replications: 1}\n";
+
+/* Alone, the engine's step equals the plan's critical path (each op: bytes over bandwidth or FLOPs
+ * over rate), to the clock's rounding. */
+Test(study, ideal_step_equals_critical_path)
+{
+    study_result_t *r = run_yaml(ideal, NULL, 0);
+    cr_assert_gt(r->step_mean_s.mean, 0);
+    cr_assert_float_eq(r->step_mean_s.mean, r->standalone_step_s, 1e-6 * r->standalone_step_s,
+                       "step %.12g s, critical path %.12g s", r->step_mean_s.mean, r->standalone_step_s);
+    study_result_free(r);
+}
+
+/* Qwen3-8B holds 2·128·2·8·36 = 147456 B of bf16 K/V per token (DESIGN.md: 4.83 GB at n = 32768);
+ * three steps from n = 32768 read n, n + 1 and n + 2 tokens' worth. */
+#define KV_PER_TOKEN (2.0 * 128 * 2 * 8 * 36)
+
+/* With HBM and FLOPs made free, a dense step is K/V bytes over the link, at the preset's 55.3 GB/s.
+ * N sessions on the one link take N times as long. */
+Test(study, ideal_dense_is_bytes_over_link_and_scales_with_sessions)
+{
+    const double bytes = KV_PER_TOKEN * 32769; /* the mean step's context */
+    const char *free_mem[] = {"hardware.set={duplex_GBps: 1000000, hbm_GBps: 1e9, bf16_TFLOPS: 1e9, host_dram_GBps: 1e9}"};
+    study_result_t *r1 = run_yaml(ideal, free_mem, 1);
+    double h2d = 0;
+    for (size_t i = 0; i < r1->n_res; i++)
+        if (!strcmp(r1->res[i].name, "gpu0.h2d")) h2d = r1->res[i].capacity;
+    cr_assert_gt(h2d, 0);
+    cr_assert_float_eq(r1->step_mean_s.mean, bytes / h2d, 1e-6 * bytes / h2d, "step %.9g s, bytes/link %.9g s",
+                       r1->step_mean_s.mean, bytes / h2d);
+    const char *four[] = {free_mem[0], "workload.probe.sessions=4"};
+    study_result_t *r4 = run_yaml(ideal, four, 2);
+    cr_assert_float_eq(r4->step_mean_s.mean, 4 * r1->step_mean_s.mean, 1e-6 * r4->step_mean_s.mean);
+    study_result_free(r1);
+    study_result_free(r4);
+}
+
+/* The bytes the link carried equal the plans' host bytes. */
+Test(study, bytes_at_resources_equal_plan_bytes)
+{
+    study_result_t *r = run_yaml(ideal, NULL, 0);
+    double h2d_work = -1;
+    for (size_t i = 0; i < r->n_res; i++)
+        if (!strcmp(r->res[i].name, "gpu0.h2d")) h2d_work = r->res[i].work;
+    cr_assert_float_eq(h2d_work, KV_PER_TOKEN * (32768 + 32769 + 32770), 3.0, "carried %.12g B", h2d_work);
+    study_result_free(r);
+}
+
+/* On the real profile: doubling the link of a link-bound point (dense, long context) speeds it up at
+ * least 1.8×; of a compute-bound one (index and K/V in HBM reach, weights dominate) at most 1.1×. */
+static const char *real =
+    "name: real\n"
+    "hardware: {box: h200-1}\n"
+    "model: {name: qwen3-8b}\n"
+    "method: {method: dense}\n"
+    "serving: {mode: streams}\n"
+    "workload: {kind: probe, probe: {what: session_step, n_tokens: 262144, sessions: 1, steps: 2}}\n"
+    "run: {replications: 1}\n";
+
+static double step_with(const char *const *sets, size_t n)
+{
+    study_result_t *r = run_yaml(real, sets, n);
+    double t = r->step_mean_s.mean;
+    study_result_free(r);
+    return t;
+}
+
+Test(study, link_doubling_speeds_link_bound_not_compute_bound)
+{
+    const char *base[] = {"hardware.set={}"};
+    const char *fast[] = {"hardware.set={h2d_GBps: 110.6, d2h_GBps: 110.6, duplex_GBps: 195.8}"};
+    double t1 = step_with(base, 1), t2 = step_with(fast, 1);
+    cr_assert_geq(t1 / t2, 1.8, "link-bound: %.4g s -> %.4g s (%.3fx)", t1, t2, t1 / t2);
+    const char *small[] = {"method={method: fathom, budget: 56, k: 256, placement: hbm}", "workload.probe.n_tokens=4096",
+                           "hardware.set={}"};
+    const char *small_fast[] = {small[0], small[1], fast[0]};
+    double c1 = step_with(small, 3), c2 = step_with(small_fast, 3);
+    cr_assert_leq(c1 / c2, 1.1, "compute-bound: %.4g s -> %.4g s (%.3fx)", c1, c2, c1 / c2);
+}
+
+static int open_fails(const char *yaml, const char *want)
+{
+    cfg_doc_t *doc;
+    err_t e;
+    int rc = cfg_parse_string("bad.yaml", yaml, strlen(yaml), &doc, &e);
+    if (!rc) {
+        study_t *s;
+        rc = study_open_doc(doc, "bad.yaml", &s, &e);
+        if (!rc) study_free(s);
+    }
+    cr_assert_neq(rc, 0, "should fail: %s", yaml);
+    cr_assert(strstr(e.msg, want), "message '%s' lacks '%s'", e.msg, want);
+    return rc;
+}
+
+Test(study, malformed_scenarios_name_file_line_and_key)
+{
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nserving: {mode: stream}\n",
+               "bad.yaml:3:17: key 'serving.mode': expected one of streams");
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nrun: {duraton_s: 5}\n",
+               "bad.yaml:3:18: key 'run.duraton_s': unknown key 'duraton_s' (did you mean 'duration_s'?)");
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nrun: {duration_s: -5}\n", "key 'run.duration_s'");
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nmethod: {method: dense}\n", "duplicate key 'method'");
+    open_fails("hardware: {box: h999}\nmethod: {method: dense}\n", "h999");
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nsweep: {run.seed: 3}\n", "key 'sweep.run.seed'");
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nworkload: {kind: trace}\n", "needs 'trace' or 'import_file'");
+}
+
+/* A sweep is the cross product of its axes, the last varying fastest; labels name the values. */
+Test(study, sweep_points_and_labels)
+{
+    const char *yaml = "hardware: {box: h200-1}\nmethod: {method: dense}\n"
+                       "sweep: {hardware.link: [pcie4, pcie5], method: [{method: dense}, {method: fathom, budget: 56}]}\n";
+    cfg_doc_t *doc;
+    err_t e;
+    cr_assert_eq(cfg_parse_string("s.yaml", yaml, strlen(yaml), &doc, &e), 0);
+    study_t *s;
+    cr_assert_eq(study_open_doc(doc, "s.yaml", &s, &e), 0, "%s", e.msg);
+    cr_assert_eq(study_n_points(s), 4);
+    cr_assert_str_eq(study_point_label(s, 0), "hardware.link=pcie4 method=dense");
+    cr_assert_str_eq(study_point_label(s, 3), "hardware.link=pcie5 method=fathom,budget=56");
+    study_free(s);
+}

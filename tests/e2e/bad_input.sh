@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Bad scenarios and arguments: a clear message naming file, line and key; a non-zero exit; nothing
+# half-written.
+set -uo pipefail
+cd "${ODSIM_ROOT:-.}"
+odsim=./build/rel/odsim
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+expect() { # expect EXIT_CODE PATTERN -- command...
+  local want_rc=$1 pat=$2; shift 3
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$want_rc" ]; then echo "FAIL ($rc, wanted $want_rc): $*"; echo "$out"; fail=1; return; fi
+  if ! grep -qF -- "$pat" <<<"$out"; then echo "FAIL (message lacks '$pat'): $*"; echo "$out"; fail=1; fi
+}
+cat > "$tmp/typo.yaml" <<'Y'
+hardware: {box: h200-1}
+method: {method: fathom}
+serving:
+  mode: streams
+  prefil_chunk: 64
+Y
+expect 1 "typo.yaml:5:17: key 'serving.prefil_chunk': unknown key 'prefil_chunk' (did you mean 'prefill_chunk'?)" -- $odsim run "$tmp/typo.yaml" --out "$tmp/out1"
+[ -e "$tmp/out1" ] && { echo "FAIL: output written for a bad scenario"; fail=1; }
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun:\n  seed: 1\n  seed: 2\n' > "$tmp/dup.yaml"
+expect 1 "dup.yaml:5:3: duplicate key 'seed'" -- $odsim run "$tmp/dup.yaml"
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom, k: many}\n' > "$tmp/type.yaml"
+expect 1 "key 'method.k'" -- $odsim run "$tmp/type.yaml"
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {replications: 0}\n' > "$tmp/range.yaml"
+expect 1 "key 'run.replications': 0 is outside [1, 1000]" -- $odsim run "$tmp/range.yaml"
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: [1, 2\n' > "$tmp/syntax.yaml"
+expect 1 "syntax.yaml:" -- $odsim run "$tmp/syntax.yaml"
+expect 1 "cannot open" -- $odsim run "$tmp/missing.yaml"
+expect 1 "--set" -- $odsim run tests/data/small.yaml --set run.duration_s=fast
+expect 2 "unknown option" -- $odsim run tests/data/small.yaml --bogus
+expect 2 "no scenario given" -- $odsim run
+expect 2 "--replications: expected 1..1000" -- $odsim run tests/data/small.yaml --replications -3
+expect 2 "unknown command 'rnu'" -- $odsim rnu
+[ $fail -eq 0 ] || exit 1
+echo "bad input: every case failed cleanly with its message"

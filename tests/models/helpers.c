@@ -1,0 +1,39 @@
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *th_path(const char *rel, char *buf, size_t n)
+{
+    const char *root = getenv("ODSIM_ROOT");
+    snprintf(buf, n, "%s/%s", root && *root ? root : ".", rel);
+    return buf;
+}
+
+void th_machine(tmachine_t *t, const char *box, const char *link, const char *model)
+{
+    char p[4096];
+    err_t e;
+    memset(t, 0, sizeof *t);
+    cr_assert_eq(hwcat_load(th_path("models/catalog", p, sizeof p), &t->cat, &e), 0, "%s", e.msg);
+    cr_assert_eq(llmcat_load(th_path("models/catalog/llms.yaml", p, sizeof p), &t->llms, &e), 0, "%s", e.msg);
+    hw_select_t sel = {.box = box, .link = link};
+    cr_assert_eq(hw_resolve(t->cat, &sel, NULL, &t->hw, &e), 0, "%s", e.msg);
+    cr_assert_eq(calib_new(&t->cal, &e), 0);
+    cr_assert_eq(calib_seed(t->cal, &t->hw, &e), 0, "%s", e.msg);
+    cr_assert_eq(sim_new(&t->sim, &e), 0, "%s", e.msg);
+    cr_assert_eq(hwinst_build(&t->hw, t->cal, t->sim, &e), 0, "%s", e.msg);
+    if (model) cr_assert_eq(llm_get(t->llms, model, NULL, &t->m, &e), 0, "%s", e.msg);
+}
+
+void th_machine_free(tmachine_t *t)
+{
+    sim_free(t->sim);
+    calib_free(t->cal);
+    hw_free(&t->hw);
+    llm_free(&t->m);
+    llmcat_free(t->llms);
+    hwcat_free(t->cat);
+}

@@ -1,0 +1,26 @@
+/* Shared fixtures of the models tests: the committed catalogs, a resolved machine, its engine. */
+#ifndef ODSIM_TESTS_MODELS_HELPERS_H
+#define ODSIM_TESTS_MODELS_HELPERS_H
+
+#include "models/calib.h"
+#include "models/hwcat.h"
+#include "models/hwinst.h"
+#include "models/llm.h"
+#include "sim/sim.h"
+
+typedef struct tmachine {
+    hwcat_t *cat;
+    llmcat_t *llms;
+    hw_t hw;
+    calib_t *cal;
+    sim_t *sim;
+    llm_t m;
+} tmachine_t;
+
+/* Path of a file under the source tree (ODSIM_ROOT or the working directory). */
+const char *th_path(const char *rel, char *buf, size_t n);
+/* Loads catalogs, resolves box (and link, NULL for the GPU's), model; builds the engine. Asserts. */
+void th_machine(tmachine_t *t, const char *box, const char *link, const char *model);
+void th_machine_free(tmachine_t *t);
+
+#endif
