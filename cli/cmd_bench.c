@@ -6,8 +6,8 @@
  * for a quarter of them, caps); each completion starts a replacement from its done callback, so every
  * flow costs one start and one finish through the whole engine (events, solver, callbacks). Rates are
  * checked against the naive progressive-filling solver in a separate untimed run. Each figure is the
- * median of several repetitions, timed in CPU seconds of the benchmarking thread. `--trace SEED` prints the engine self-test trace instead (for
- * comparing builds byte for byte). */
+ * median of several repetitions, timed in CPU seconds of the benchmarking thread. `--trace SEED`
+ * prints the engine self-test trace instead (for comparing builds byte for byte). */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <jansson.h>
@@ -26,6 +26,8 @@
 #define BENCH_RES 4
 #define BENCH_REPS_MAX 7
 #define INC_TABLE 4096
+
+extern const cmd_t cmd_bench;
 
 static const char bench_usage[] =
     "usage: odsim bench [--json] [--quick]\n"
@@ -206,7 +208,6 @@ static int run_trace(const char *arg)
 static int bench_main(int argc, char **argv)
 {
     int json = 0, quick = 0;
-    extern const cmd_t cmd_bench;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -227,6 +228,9 @@ static int bench_main(int argc, char **argv)
     json_object_set_new(root, "version", json_string(ODSIM_VERSION));
     json_object_set_new(root, "git", json_string(ODSIM_GIT_REV));
     json_object_set_new(root, "repetitions", json_integer(reps));
+    json_object_set_new(root, "timing", json_string("CPU time of the benchmarking thread"));
+    json_object_set_new(root, "target_queue_events_per_s_at_1000", json_real(20e6));
+    json_object_set_new(root, "target_flow_events_per_s_at_64", json_real(2e6));
     json_object_set_new(root, "queue", jq);
     json_object_set_new(root, "fluid", jf);
 
@@ -236,7 +240,10 @@ static int bench_main(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         double v[BENCH_REPS_MAX];
         for (int r = 0; r < reps; r++)
-            if ((v[r] = bench_hold(pending[k], hold_steps[k], inc)) < 0) return cmd_fail("bench", "out of memory");
+            if ((v[r] = bench_hold(pending[k], hold_steps[k], inc)) < 0) {
+                json_decref(root);
+                return cmd_fail("bench", "out of memory");
+            }
         double m = median(v, reps);
         json_t *o = json_object();
         json_object_set_new(o, "pending", json_integer((json_int_t)pending[k]));
@@ -253,12 +260,16 @@ static int bench_main(int argc, char **argv)
         long limit = (nflows[k] >= 512 ? 20000 : 200000) / (quick ? 10 : 1) + nflows[k];
         double v[BENCH_REPS_MAX], max_rel = 0;
         for (int r = 0; r < reps; r++)
-            if ((v[r] = bench_fluid(nflows[k], limit, 0, 100 + (unsigned long)r, NULL)) < 0)
+            if ((v[r] = bench_fluid(nflows[k], limit, 0, 100 + (unsigned long)r, NULL)) < 0) {
+                json_decref(root);
                 return cmd_fail("bench", "fluid benchmark failed");
+            }
         double m = median(v, reps);
         long checked = nflows[k] >= 512 ? 300 : 3000;
-        if (bench_fluid(nflows[k], checked + nflows[k], nflows[k] >= 512 ? 10 : 1, 7, &max_rel) < 0)
+        if (bench_fluid(nflows[k], checked + nflows[k], nflows[k] >= 512 ? 10 : 1, 7, &max_rel) < 0) {
+            json_decref(root);
             return cmd_fail("bench", "fluid check failed");
+        }
         json_t *o = json_object();
         json_object_set_new(o, "flows", json_integer(nflows[k]));
         json_object_set_new(o, "flow_events_per_s", json_real(m));
@@ -270,9 +281,11 @@ static int bench_main(int argc, char **argv)
     }
     if (json) {
         char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        json_decref(root);
         if (!s) return cmd_fail("bench", "out of memory");
         puts(s);
         free(s);
+        return 0;
     } else {
         printf("targets: queue >= 20 M events/s at 10^3 pending; fluid >= 2 M flow events/s at 64 flows\n");
     }

@@ -52,6 +52,7 @@ typedef struct study_rep {
     exec_t *x;
     calib_t *cal;
     cost_t cost;                /* the providers' cost forms; lives as long as the run */
+    method_t *method;           /* shared by the sessions' providers */
     const exec_stats_t *stats;
     double measured_s;          /* duration minus warm-up */
     uint64_t measured_tokens;   /* decode tokens after warm-up */

@@ -36,9 +36,39 @@ uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream)
 
 /* ---- calibration: loaded, seeded from the presets, and sampled per replication -------------- */
 
+/* Copies the resolved hardware value of every parameter of pset (or of the map `keys`) into the profile:
+ * what a scenario changes on purpose wins over what was fitted on another machine. */
+static int calib_take(calib_t *cal, const hw_t *hw, const hw_pset_t *pset, const cfg_node_t *keys, err_t *e)
+{
+    size_t n = pset ? pset->n : cfg_size(keys);
+    for (size_t i = 0; i < n; i++) {
+        const char *key = pset ? pset->p[i].key : cfg_key_at(keys, i);
+        const hw_param_t *hp = hw_param(hw, key);
+        if (!hp || hwcat_param_is_text(key)) continue;
+        calib_param_t p = {.name = key, .value = hp->value, .stderr_v = hp->stderr_v, .lo = hp->lo, .hi = hp->hi,
+                           .unit = hwcat_param_unit(key), .origin = hp->origin};
+        int rc = calib_set(cal, &p, e);
+        if (rc) return rc;
+    }
+    return ERR_OK;
+}
+
+/* What-ifs: a link or GPU named in the scenario, and hardware.set overrides, replace the profile's. */
+static int calib_whatif(const study_t *s, const study_point_t *pt, calib_t *cal, err_t *e)
+{
+    const cfg_node_t *hwn = pt->top.hardware;
+    int rc = ERR_OK;
+    if (cfg_get(hwn, "link")) rc = calib_take(cal, &pt->hw, hwcat_entry(s->hwcat, HW_LINK, pt->hw.link), NULL, e);
+    if (!rc && cfg_get(hwn, "gpu")) rc = calib_take(cal, &pt->hw, hwcat_entry(s->hwcat, HW_GPU, pt->hw.gpu), NULL, e);
+    const cfg_node_t *set = cfg_get(hwn, "set");
+    if (!rc && set && cfg_kind(set) == CFG_MAP) rc = calib_take(cal, &pt->hw, NULL, set, e);
+    return rc;
+}
+
 static int calib_prepare(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps, calib_t **out, err_t *e)
 {
     int rc = pt->calib_path ? calib_load(pt->calib_path, out, e) : calib_new(out, e);
+    if (!rc) rc = calib_whatif(s, pt, *out, e);
     if (!rc) rc = calib_seed(*out, &pt->hw, e);
     if (rc) return rc;
     s->calib_hash = calib_hash(*out);
@@ -209,11 +239,8 @@ static int add_session(feed_t *f, int gpu, double arrival_s, uint64_t ctx0, uint
                        const exec_turn_t *turns, size_t n_turns, err_t *e)
 {
     uint64_t id = f->next_id++;
-    /* Plans draw from their own stream, common to every point of the sweep. */
-    method_cfg_t mcfg = f->pt->mcfg;
-    mcfg.seed = (int64_t)study_seed(f->pt, f->k, STUDY_STREAM_PLANS);
     provider_t *p;
-    int rc = provider_new(&mcfg, &f->pt->llm, &f->pt->hw, f->rep->cal, &p, e);
+    int rc = provider_new_shared(f->rep->method, &f->pt->hw, f->rep->cal, &p, e);
     if (rc) return rc;
     plan_provider_t prov = provider_wrap(p);
     exec_session_spec_t spec = {.id = id, .gpu = gpu, .arrival_s = arrival_s, .context_tokens = ctx0,
@@ -463,6 +490,11 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     free(pools);
     rep->warmup_s = pt->run.warmup_s < pt->run.duration_s ? pt->run.warmup_s : 0;
     if (!rc && pt->wl.kind != SCN_WL_PROBE) rc = samplers_start(rep, pt->run.duration_s, e);
+    /* One method for every session of the replication; its planner draws from the plans stream,
+     * common to every point of a sweep. */
+    method_cfg_t mcfg = pt->mcfg;
+    mcfg.seed = (int64_t)study_seed(pt, k, STUDY_STREAM_PLANS);
+    if (!rc) rc = method_new(&mcfg, &pt->llm, &rep->method, e);
     feed_t f = {s, pt, rep, k, 0, opts};
     if (!rc) {
         if (pt->wl.kind == SCN_WL_GENERATOR) rc = feed_generator(&f, e);
@@ -494,6 +526,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
 void study_rep_free(study_rep_t *rep)
 {
     exec_free(rep->x);
+    method_free(rep->method);
     sim_free(rep->sim);
     calib_free(rep->cal);
     free(rep->ctx_tokens);

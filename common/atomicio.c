@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct atomicio {
@@ -24,6 +25,14 @@ int atomicio_open(const char *path, atomicio_t **out, err_t *e)
     }
     snprintf(f->tmp, n, "%s.tmpXXXXXX", path);
     int fd = mkstemp(f->tmp);
+    /* mkstemp creates 0600; outputs get the usual 0666 less the umask. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd >= 0 && fchmod(fd, 0666 & ~mask) != 0) {
+        close(fd);
+        unlink(f->tmp);
+        fd = -1;
+    }
     if (fd < 0 || !(f->fp = fdopen(fd, "w"))) {
         int saved = errno;
         if (fd >= 0) { close(fd); unlink(f->tmp); }

@@ -15,6 +15,7 @@
 
 #define AT_WARPS 4
 #define AT_HALVES (2 * AT_WARPS)
+#define AT_ROWS 2        /* rows per half-warp with loads in flight together */
 
 __device__ __forceinline__ void bf16x8(uint4 v, float *f)
 {
@@ -48,30 +49,37 @@ __global__ void attn_partial_kernel1(const uint16_t *__restrict__ kv, size_t hea
         }
     }
     const uint16_t *base = kv + h * head_stride + 8 * l16;
-    /* the loop bound is uniform per warp (the shuffles need both halves) */
-    for (size_t rb = r0 + (half & ~1); rb < r1; rb += AT_HALVES) {
-        size_t r = rb + (half & 1);
-        bool valid = r < r1;
-        const uint16_t *row = base + (valid ? r : rb) * row_stride;
-        uint4 kraw = *(const uint4 *)row, vraw = *(const uint4 *)(row + v_off);
-        float kf[8], vf[8];
-        bf16x8(kraw, kf);
-        bf16x8(vraw, vf);
+    /* the loop bound is uniform per warp (the shuffles need both halves);
+     * each half-warp loads AT_ROWS rows before using any */
+    for (size_t rb = r0 + (half & ~1); rb < r1; rb += AT_HALVES * AT_ROWS) {
+        float kf[AT_ROWS][8], vf[AT_ROWS][8];
+        bool valid[AT_ROWS];
 #pragma unroll
-        for (int g = 0; g < G; g++) {
-            float s = 0.0f;
+        for (int u = 0; u < AT_ROWS; u++) {
+            size_t r = rb + u * AT_HALVES + (half & 1);
+            valid[u] = r < r1;
+            const uint16_t *row = base + (valid[u] ? r : rb) * row_stride;
+            bf16x8(*(const uint4 *)row, kf[u]);
+            bf16x8(*(const uint4 *)(row + v_off), vf[u]);
+        }
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                s = fmaf(qr[g][e], kf[e], s);
-            for (int o = 8; o > 0; o /= 2)
-                s += __shfl_xor_sync(0xffffffffu, s, o);
-            if (valid) {
-                float mn = fmaxf(m[g], s), corr = __expf(m[g] - mn), p = __expf(s - mn);
-                l[g] = l[g] * corr + p;
+        for (int u = 0; u < AT_ROWS; u++) {
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                float s = 0.0f;
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    acc[g][e] = fmaf(p, vf[e], acc[g][e] * corr);
-                m[g] = mn;
+                    s = fmaf(qr[g][e], kf[u][e], s);
+                for (int o = 8; o > 0; o /= 2)
+                    s += __shfl_xor_sync(0xffffffffu, s, o);
+                if (valid[u]) {
+                    float mn = fmaxf(m[g], s), corr = __expf(m[g] - mn), p = __expf(s - mn);
+                    l[g] = l[g] * corr + p;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        acc[g][e] = fmaf(p, vf[u][e], acc[g][e] * corr);
+                    m[g] = mn;
+                }
             }
         }
     }

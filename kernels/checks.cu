@@ -135,7 +135,7 @@ static int check_planes(int T)
     bad |= report(name, fbad);
     /* scans: full layout in HBM, compact layout, g = 1 and 4 */
     float *dsc = (float *)dmalloc(heads * g * n * 4), *rs = (float *)malloc(n * 4);
-    for (int mode = 0; mode < 6; mode++) {
+    for (int mode = 0; mode < 9; mode++) {
         int compact = mode % 3 == 1, qg = mode % 3 == 2 ? 4 : 1, variant = 1 + mode / 3;
         CK(cudaMemset(dsc, 0xcd, heads * g * n * 4));
         kb_scan_planes(variant, compact ? dcmp : didx, compact ? cstride : ib, compact, dplan, dq, qg,

@@ -67,7 +67,8 @@ void kb_fetch_prefix_sm(const uint8_t *src, size_t src_head_stride, uint8_t *dst
  * The index of head h is at idx + h * head_stride (host or HBM), in the
  * compact layout of plan[h] when compact != 0, else the full layout.
  * variant 1: one token per thread; 2: two per thread (needs T >= 256 and
- * n % 256 == 0, else variant 1 runs). */
+ * n % 256 == 0, else variant 1 runs); 3: 32 per lane, channels spread over
+ * warps (needs qg == 1 and T % 1024 == 0, else variant 2 runs). */
 void kb_scan_planes(int variant, const uint8_t *idx, size_t head_stride, int compact,
                     const kref_plan_t *plan, const float *q, int qg, int heads, size_t n, int T,
                     float *scores, cudaStream_t s);

@@ -29,7 +29,7 @@ make -C kernels -j"$(nproc)" >>"$LOG" 2>&1 || { tail -40 "$LOG"; exit 2; }
 [ "$MODE" = probe ] && exit 0
 
 Q=""; [ "$MODE" = quick ] && Q=--quick
-declare -A LIMIT=([link]=190 [kernels]=150 [step]=120 [concurrency]=95)
+declare -A LIMIT=([link]=190 [kernels]=150 [step]=130 [concurrency]=95)
 status=0
 for s in $SUITES; do
     lim=${LIMIT[$s]:-120}; [ "$MODE" = quick ] && lim=90

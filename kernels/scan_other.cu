@@ -13,13 +13,43 @@
 #include "ref/scans.h"
 
 #define PT_THREADS 256
-#define PT_BLOCKS (PT_THREADS / KREF_SCALE_TOKENS)
+#define PT_TOKENS (2 * PT_THREADS)     /* two tokens per thread, 256 apart */
+#define PT_BLOCKS (PT_TOKENS / KREF_SCALE_TOKENS)
 
 /* Nibble k of w as the float 1 + nibble / 16 (exact). */
 __device__ __forceinline__ float nib_f(uint32_t w, int k)
 {
     uint32_t x = (19 >= 4 * k) ? (w << (19 - 4 * k)) : (w >> (4 * k - 19));
     return __uint_as_float((x & 0x00780000u) | 0x3f800000u);
+}
+
+/* Codes of one token (C/2 bytes) as four words (C = 16: the last two zero). */
+template <int C> __device__ __forceinline__ void load_codes(const uint8_t *p, uint32_t *w)
+{
+    if (C == 32) {
+        uint4 v = *(const uint4 *)p;
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    } else {
+        uint2 v = *(const uint2 *)p;
+        w[0] = v.x, w[1] = v.y, w[2] = w[3] = 0;
+    }
+}
+
+/* sum_c q_c s_c (16 f_c - 23.5) with qs = 16 q s and base = -23.5/16 sum qs. */
+template <int C> __device__ __forceinline__ float pt_dot(const float *qs, float base, const uint32_t *w)
+{
+    float acc = base;
+    const float4 *q4 = (const float4 *)qs;            /* 16-byte shared loads */
+#pragma unroll
+    for (int c4 = 0; c4 < C / 4; c4++) {
+        float4 qv = q4[c4];
+        int c = 4 * c4;
+        acc = fmaf(qv.x, nib_f(w[c / 8], c % 8), acc);
+        acc = fmaf(qv.y, nib_f(w[c / 8], c % 8 + 1), acc);
+        acc = fmaf(qv.z, nib_f(w[c / 8], c % 8 + 2), acc);
+        acc = fmaf(qv.w, nib_f(w[c / 8], c % 8 + 3), acc);
+    }
+    return acc;
 }
 
 template <int C>
@@ -33,6 +63,13 @@ __global__ void scan_pertoken_kernel1(const uint8_t *__restrict__ idx, size_t he
     size_t blk0 = blockIdx.x * (size_t)PT_BLOCKS;
     const uint8_t *hidx = idx + h * head_stride;
     size_t nblk = n / KREF_SCALE_TOKENS;
+    /* the codes' loads go out first, so their latency overlaps the weights' set-up */
+    size_t t0 = blockIdx.x * (size_t)PT_TOKENS + threadIdx.x, t1 = t0 + PT_THREADS;
+    uint32_t w0[4] = {0, 0, 0, 0}, w1[4] = {0, 0, 0, 0};
+    if (t0 < n)
+        load_codes<C>(hidx + (t0 / 64) * kref_pt_block_bytes(C) + 2 * C + (t0 % 64) * (C / 2), w0);
+    if (t1 < n)
+        load_codes<C>(hidx + (t1 / 64) * kref_pt_block_bytes(C) + 2 * C + (t1 % 64) * (C / 2), w1);
     for (int i = threadIdx.x; i < PT_BLOCKS * C; i += blockDim.x) {
         int b = i / C, c = i % C;
         float s = 0.0f;
@@ -48,38 +85,18 @@ __global__ void scan_pertoken_kernel1(const uint8_t *__restrict__ idx, size_t he
         base[threadIdx.x] = -23.5f / 16.0f * sum;
     }
     __syncthreads();
-    size_t t = blockIdx.x * (size_t)PT_THREADS + threadIdx.x;
-    if (t >= n)
+    int b0 = threadIdx.x / KREF_SCALE_TOKENS, b1 = b0 + PT_THREADS / KREF_SCALE_TOKENS;
+    if (t0 >= n)
         return;
-    int b = threadIdx.x / KREF_SCALE_TOKENS;
-    const uint8_t *blk = hidx + (t / KREF_SCALE_TOKENS) * kref_pt_block_bytes(C);
-    const uint32_t *codes = (const uint32_t *)(blk + 2 * C + (t % KREF_SCALE_TOKENS) * (C / 2));
-    uint32_t w[4];
-    if (C == 32) {
-        uint4 v = *(const uint4 *)codes;
-        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-    } else {
-        uint2 v = *(const uint2 *)codes;
-        w[0] = v.x, w[1] = v.y, w[2] = w[3] = 0;
-    }
-    float acc = base[b];
-    const float4 *q4 = (const float4 *)qs[b];          /* 16-byte shared loads */
-#pragma unroll
-    for (int c4 = 0; c4 < C / 4; c4++) {
-        float4 qv = q4[c4];
-        int c = 4 * c4;
-        acc = fmaf(qv.x, nib_f(w[c / 8], c % 8), acc);
-        acc = fmaf(qv.y, nib_f(w[c / 8], c % 8 + 1), acc);
-        acc = fmaf(qv.z, nib_f(w[c / 8], c % 8 + 2), acc);
-        acc = fmaf(qv.w, nib_f(w[c / 8], c % 8 + 3), acc);
-    }
-    scores[h * n + t] = acc;
+    scores[h * n + t0] = pt_dot<C>(qs[b0], base[b0], w0);
+    if (t1 < n)
+        scores[h * n + t1] = pt_dot<C>(qs[b1], base[b1], w1);
 }
 
 void kb_scan_pertoken(const uint8_t *idx, size_t head_stride, int C, const float *qc, int heads,
                       size_t n, float *scores, cudaStream_t s)
 {
-    dim3 grid((unsigned)((n + PT_THREADS - 1) / PT_THREADS), heads);
+    dim3 grid((unsigned)((n + PT_TOKENS - 1) / PT_TOKENS), heads);
     if (C == 32)
         scan_pertoken_kernel1<32><<<grid, PT_THREADS, 0, s>>>(idx, head_stride, qc, n, scores);
     else

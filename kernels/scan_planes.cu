@@ -8,7 +8,7 @@
  * 4 * qg written; work = (plane bits) * (1 + 2 * qg) integer/float
  * operations. At ~48 plane bits and qg = 1 that is ~144 operations for 7 + 4
  * bytes, so the scan is issue-bound, not HBM-bound, on an H200 (NOTES.md).
- * Variant 1: one token per thread. Variant 2 (below): two tokens per thread.
+ * Variant 1: one token per thread; 2: two per thread; 3: 32 per lane (below).
  */
 #include "kb.h"
 #include "kern.h"
@@ -156,6 +156,76 @@ __global__ void scan_planes_kernel2(const uint8_t *__restrict__ idx, size_t head
     }
 }
 
+/* Variant 3 (qg = 1, T a multiple of 1024): a block of 8 warps covers 1024
+ * tokens; warp w takes active channels w, w + 8, ...; lane l owns the 32
+ * tokens of plane word l, so every plane load is one coalesced 128-byte row
+ * per warp and each word feeds 32 tokens with compile-time bit positions.
+ * The 8 warps' partial scores are summed through shared memory. */
+#define S3_WARPS 8
+#define S3_TOKENS 1024
+
+__global__ void __launch_bounds__(32 * S3_WARPS)
+scan_planes_kernel3(const uint8_t *__restrict__ idx, size_t head_stride, int compact,
+                    const kref_plan_t *__restrict__ plans, const float *__restrict__ q, size_t n,
+                    int logT, float *__restrict__ scores)
+{
+    __shared__ const uint8_t *pbase[KREF_D];
+    __shared__ uint8_t depth[KREF_D];
+    __shared__ float qa[KREF_D];
+    __shared__ float part[S3_WARPS][32][33];             /* padded: no bank conflicts */
+    int h = blockIdx.y, T = 1 << logT;
+    const kref_plan_t *p = plans + h;
+    int na = p->n_active;
+    size_t t0 = blockIdx.x * (size_t)S3_TOKENS, c = t0 >> logT;
+    uint32_t chunks = (uint32_t)(n >> logT), i0 = (uint32_t)(t0 & (T - 1));
+    const uint8_t *base = idx + h * head_stride;
+    for (int a = threadIdx.x; a < na; a += blockDim.x) {
+        int j = p->chan[a], d = p->depth[a];
+        depth[a] = (uint8_t)d;
+        pbase[a] = base + (compact ? (size_t)chunks * p->cum[a] + c * kref_prefix_bytes(T, d)
+                                   : c * kref_chunk_bytes(T) + j * kref_chan_bytes(T));
+        qa[a] = q[(size_t)h * KREF_D + j];
+    }
+    __syncthreads();
+    int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+    float acc[32];
+#pragma unroll
+    for (int k = 0; k < 32; k++)
+        acc[k] = 0.0f;
+    for (int a = w; a < na; a += S3_WARPS) {
+        const uint8_t *piece = pbase[a];
+        int d = depth[a];
+        const uint32_t *pl = (const uint32_t *)(piece + T / 32) + i0 / 32 + lane;
+        uint32_t word[KREF_QBITS];
+#pragma unroll
+        for (int b = 0; b < KREF_QBITS; b++)
+            word[b] = b < d ? pl[b * (T / 32)] : 0u;
+        float s = kref_f16_to_f32(((const uint16_t *)piece)[(i0 + 32 * lane) / KREF_SCALE_TOKENS]);
+        float wt = qa[a] * s * 4.0f;
+#pragma unroll
+        for (int b = 0; b < KREF_QBITS; b++) {
+            if (b < d) {
+                uint32_t wb = __float_as_uint(wt);
+#pragma unroll
+                for (int k = 0; k < 32; k++)
+                    acc[k] += __uint_as_float(wb ^ ((~(word[b] << (31 - k))) & 0x80000000u));
+                wt *= 0.5f;
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 32; k++)
+        part[w][lane][k] = acc[k];
+    __syncthreads();
+    for (int t = threadIdx.x; t < S3_TOKENS; t += blockDim.x) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < S3_WARPS; i++)
+            sum += part[i][t / 32][t % 32];
+        scores[(size_t)h * n + t0 + t] = sum;
+    }
+}
+
 void kb_scan_planes(int variant, const uint8_t *idx, size_t head_stride, int compact,
                     const kref_plan_t *plan, const float *q, int qg, int heads, size_t n, int T,
                     float *scores, cudaStream_t s)
@@ -163,7 +233,14 @@ void kb_scan_planes(int variant, const uint8_t *idx, size_t head_stride, int com
     int logT = 0;
     while ((1 << logT) < T)
         logT++;
-    if (variant == 2 && T >= 256) {
+    if (variant == 3 && qg == 1 && T % S3_TOKENS == 0) {
+        dim3 grid((unsigned)(n / S3_TOKENS), heads);
+        scan_planes_kernel3<<<grid, 32 * S3_WARPS, 0, s>>>(idx, head_stride, compact, plan, q, n, logT,
+                                                           scores);
+        CKL();
+        return;
+    }
+    if (variant >= 2 && T >= 256) {
         dim3 grid((unsigned)(n / 256), heads);
         if (qg == 4)
             scan_planes_kernel2<4><<<grid, 128, 0, s>>>(idx, head_stride, compact, plan, q, n, logT,

@@ -337,7 +337,7 @@ static void stage_scan(kb_session_t *S, cudaStream_t s)
     switch (m) {
     case KB_M_FATHOM:
     case KB_M_SPARQ:
-        kb_scan_planes(2, host ? S->cmp : S->idx, host ? S->cmp_stride : S->idx_hs, host, S->plan,
+        kb_scan_planes(3, host ? S->cmp : S->idx, host ? S->cmp_stride : S->idx_hs, host, S->plan,
                        S->qsum, 1, S->heads, n, S->D->T, S->scores, s);
         break;
     case KB_M_PT136:

@@ -304,9 +304,10 @@ static void sec_scans(ks_t *K, queries_t *Q)
             double idxb = n / T_DEFAULT * plan_chunk_bytes(K, Q->plan);
             kb_fetch_prefix_sm(K->D.d[KB_M_FATHOM], hs, cmp, cs, Q->plan, HEADS, n, T_DEFAULT,
                                4 * kb_sm_count(), K->s);
-            for (int mode = 0; mode < 5; mode++) {   /* full, compact, qg 4, from host, kernel 1 */
+            /* full, compact, qg 4, from host, then kernels 1 and 2 on the full layout */
+            for (int mode = 0; mode < 6; mode++) {
                 int compact = mode == 1, qg = mode == 2 ? 4 : 1, host = mode == 3;
-                int variant = mode == 4 ? 1 : 2;
+                int variant = mode == 4 ? 1 : (mode == 5 ? 2 : 3);
                 if (mode >= 2 && (meth || (n != 65536 && n != 1048576)))
                     continue;
                 const uint8_t *idx = compact ? cmp : (host ? K->D.h[KB_M_FATHOM] : K->D.d[KB_M_FATHOM]);
@@ -316,7 +317,7 @@ static void sec_scans(ks_t *K, queries_t *Q)
                 }, n / 1e3, 1);
                 kb_row_t r = scan_row(meth ? "sparq" : "fathom", n, meth ? 68 : 56,
                                       host ? "host" : "hbm",
-                                      compact ? "compact" : (variant == 1 ? "full;kernel1" : "full"),
+                                      compact ? "compact" : (variant == 1 ? "full;kernel1" : variant == 2 ? "full;kernel2" : "full"),
                                       idxb + 4.0 * HEADS * qg * n);
                 r.qheads = qg;
                 r.chunk_tokens = T_DEFAULT;

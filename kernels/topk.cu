@@ -1,9 +1,9 @@
 /* topk.cu: top-k by radix select (ref/topk.h), all rows in one set of launches.
  *
  * Per row: three histogram passes over the scores (11, 11 and 10 bits of the
- * order-preserving key), each followed by a one-warp select of the digit
- * holding the k-th largest, then one gather pass. Two numbers: 4 * 4n bytes
- * read, 8 launches; no host synchronisation.
+ * order-preserving key); the last block of each pass to finish selects the
+ * digit holding the k-th largest (one warp); then one gather pass. Two
+ * numbers: 4 * 4n bytes read, 5 launches; no host synchronisation.
  */
 #include "kb.h"
 #include "kern.h"
@@ -17,6 +17,7 @@ struct kb_topk_ws {
     int max_rows;
     uint32_t *hist;            /* max_rows * KREF_TOPK_BINS */
     topk_state_t *st;          /* max_rows */
+    unsigned *done;            /* max_rows: blocks finished in the current pass */
 };
 
 kb_topk_ws_t *kb_topk_ws_new(int max_rows)
@@ -25,6 +26,7 @@ kb_topk_ws_t *kb_topk_ws_new(int max_rows)
     w->max_rows = max_rows;
     CK(cudaMalloc(&w->hist, (size_t)max_rows * KREF_TOPK_BINS * sizeof(uint32_t)));
     CK(cudaMalloc(&w->st, (size_t)max_rows * sizeof(topk_state_t)));
+    CK(cudaMalloc(&w->done, (size_t)max_rows * sizeof(unsigned)));
     return w;
 }
 
@@ -32,10 +34,11 @@ void kb_topk_ws_free(kb_topk_ws_t *w)
 {
     CK(cudaFree(w->hist));
     CK(cudaFree(w->st));
+    CK(cudaFree(w->done));
     free(w);
 }
 
-__global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, int k)
+__global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, unsigned *done, int k)
 {
     int r = blockIdx.x;
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
@@ -43,13 +46,49 @@ __global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, int k)
     if (threadIdx.x == 0) {
         topk_state_t s = {0u, 0u, (uint32_t)k, 0u, 0u};
         st[r] = s;
+        done[r] = 0;
     }
 }
 
-__global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pass,
-                                  const topk_state_t *__restrict__ st, uint32_t *hist)
+/* One warp: lane l owns bins [64 l, 64 l + 64); find the digit d with
+ * count(> d) < want <= count(>= d), counting from the top bin down; update
+ * the row's state and clear the histogram for the next pass. */
+__device__ void topk_select(int pass, topk_state_t *st, uint32_t *h, int lane)
+{
+    int nb = 1 << kref_topk_bits(pass), per = nb / 32;
+    uint32_t mine = 0;
+    for (int i = 0; i < per; i++)
+        mine += __ldcg(&h[lane * per + i]);
+    uint32_t above = mine;                   /* inclusive sum over lanes >= lane */
+    for (int o = 1; o < 32; o *= 2) {
+        uint32_t v = __shfl_down_sync(0xffffffffu, above, o);
+        if (lane + o < 32)
+            above += v;
+    }
+    uint32_t want = st->want;
+    uint32_t higher = above - mine;          /* count in the lanes above mine */
+    if (higher < want && above >= want) {
+        uint32_t acc = higher;
+        int d = lane * per + per - 1;
+        while (acc + __ldcg(&h[d]) < want) {
+            acc += __ldcg(&h[d]);
+            d--;
+        }
+        int sh = kref_topk_shift(pass);
+        st->prefix |= (uint32_t)d << sh;
+        st->mask |= (uint32_t)(nb - 1) << sh;
+        st->want = want - acc;
+    }
+    __syncwarp();
+    for (int i = lane; i < KREF_TOPK_BINS; i += 32)
+        h[i] = 0;
+}
+
+__global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pass, topk_state_t *st,
+                                  uint32_t *hist, unsigned *done)
 {
     __shared__ uint32_t h[KREF_TOPK_BINS];
+    __shared__ bool last;
     int r = blockIdx.y;
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
         h[i] = 0;
@@ -68,43 +107,16 @@ __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pas
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
         if (h[i])
             atomicAdd(&hist[r * KREF_TOPK_BINS + i], h[i]);
-}
-
-/* One warp per row: lane l owns bins [64 l, 64 l + 64); find the digit d with
- * count(> d) < want <= count(>= d), counting from the top bin down. */
-__global__ void topk_select_kernel1(int pass, topk_state_t *st, uint32_t *hist)
-{
-    int r = blockIdx.x, lane = threadIdx.x;
-    uint32_t *h = hist + r * KREF_TOPK_BINS;
-    int nb = 1 << kref_topk_bits(pass), per = nb / 32;
-    uint32_t mine = 0;
-    for (int i = 0; i < per; i++)
-        mine += h[lane * per + i];
-    /* inclusive sum over lanes >= lane (the higher bins) */
-    uint32_t above = mine;
-    for (int o = 1; o < 32; o *= 2) {
-        uint32_t v = __shfl_down_sync(0xffffffffu, above, o);
-        if (lane + o < 32)
-            above += v;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&done[r], 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x < 32) {          /* every block's counts are in */
+        topk_select(pass, &st[r], hist + r * KREF_TOPK_BINS, threadIdx.x);
+        if (threadIdx.x == 0)
+            done[r] = 0;
     }
-    uint32_t want = st[r].want;
-    uint32_t higher = above - mine;          /* count in lanes above mine */
-    bool hit = higher < want && above >= want;
-    if (hit) {
-        uint32_t acc = higher;
-        int d = lane * per + per - 1;
-        while (acc + h[d] < want) {
-            acc += h[d];
-            d--;
-        }
-        int sh = kref_topk_shift(pass);
-        st[r].prefix |= (uint32_t)d << sh;
-        st[r].mask |= (uint32_t)(nb - 1) << sh;
-        st[r].want = want - acc;
-    }
-    __syncwarp();
-    for (int i = lane; i < KREF_TOPK_BINS; i += 32)
-        h[i] = 0;
 }
 
 __global__ void topk_gather_kernel1(const float *__restrict__ x, size_t n, int k,
@@ -134,12 +146,10 @@ void kb_topk(const float *x, int rows, size_t n, int k, uint32_t *idx, kb_topk_w
     cap = cap < 1 ? 1 : cap;
     per_row = per_row > cap ? cap : per_row;
     dim3 grid(per_row < 1 ? 1 : per_row, rows);
-    topk_init_kernel<<<rows, 256, 0, s>>>(w->st, w->hist, k);
+    topk_init_kernel<<<rows, 256, 0, s>>>(w->st, w->hist, w->done, k);
     CKL();
     for (int pass = 0; pass < KREF_TOPK_PASSES; pass++) {
-        topk_hist_kernel1<<<grid, 256, 0, s>>>(x, n, pass, w->st, w->hist);
-        CKL();
-        topk_select_kernel1<<<rows, 32, 0, s>>>(pass, w->st, w->hist);
+        topk_hist_kernel1<<<grid, 256, 0, s>>>(x, n, pass, w->st, w->hist, w->done);
         CKL();
     }
     topk_gather_kernel1<<<grid, 256, 0, s>>>(x, n, k, w->st, idx);

@@ -1,9 +1,10 @@
 /* wfplan.cu: water-filling (Fathom) and top-r (SparQ) plans on the GPU.
  *
- * One block per KV head, one thread per candidate (channel j, bit b): each
- * counts the candidates ranked ahead of it (wfplan.h order) and is taken when
- * fewer than budget are. 512 x 512 comparisons per head: a few microseconds,
- * bound by latency, not by bytes or arithmetic throughput.
+ * One block per KV head, one thread per candidate (channel j, bit b): the
+ * 512 candidates are sorted in shared memory by a bitonic sort on a key that
+ * encodes the ranking of wfplan.h (value descending, then j, then b), the
+ * first budget are taken, and warp 0 writes the plan. A few microseconds,
+ * bound by latency (45 barrier-separated stages), not by bytes or arithmetic.
  */
 #include "kb.h"
 #include "kern.h"
@@ -11,10 +12,12 @@
 
 #define NCAND (KREF_D * KREF_QBITS)
 
-__global__ void wf_plan_kernel1(const float *__restrict__ q, int g, const float *__restrict__ sigma2,
-                                int budget, int decay, int T, kref_plan_t *plans)
+__global__ void __launch_bounds__(NCAND)
+wf_plan_kernel1(const float *__restrict__ q, int g, const float *__restrict__ sigma2, int budget,
+                int decay, int T, kref_plan_t *plans)
 {
-    __shared__ float e[KREF_D], val[NCAND];
+    __shared__ float e[KREF_D];
+    __shared__ unsigned long long key[NCAND];
     __shared__ unsigned cnt[KREF_D];
     int h = blockIdx.x, t = threadIdx.x, j = t / KREF_QBITS, b = t % KREF_QBITS;
     if (t < KREF_D) {
@@ -26,14 +29,26 @@ __global__ void wf_plan_kernel1(const float *__restrict__ q, int g, const float 
         cnt[t] = 0;
     }
     __syncthreads();
+    /* values are >= 0, so their bits order like the floats; the low word
+     * puts lower (j, b) first among equal values */
     float v = kref_wf_value(e[j], b, decay);
-    val[t] = v;
+    key[t] = ((unsigned long long)__float_as_uint(v) << 32) | (unsigned)(NCAND - 1 - t);
     __syncthreads();
-    int rank = 0;
-    for (int c = 0; c < NCAND; c++)
-        rank += kref_wf_ahead(val[c], c / KREF_QBITS, c % KREF_QBITS, v, j, b);
-    if (rank < budget)
-        atomicAdd(&cnt[j], 1u);
+    for (int k = 2; k <= NCAND; k <<= 1)          /* bitonic sort, descending */
+        for (int jj = k >> 1; jj > 0; jj >>= 1) {
+            int p = t ^ jj;
+            if (p > t) {
+                unsigned long long x = key[t], y = key[p];
+                bool down = (t & k) == 0;
+                if (down ? x < y : x > y) {
+                    key[t] = y;
+                    key[p] = x;
+                }
+            }
+            __syncthreads();
+        }
+    if (t < budget)
+        atomicAdd(&cnt[(NCAND - 1 - (unsigned)(key[t] & 0xffffffffu)) / KREF_QBITS], 1u);
     __syncthreads();
     if (t < 32) {                          /* warp 0: lane l owns channels 4l..4l+3 */
         kref_plan_t *p = plans + h;

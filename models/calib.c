@@ -47,10 +47,17 @@ void calib_free(calib_t *c)
     free(c);
 }
 
+/* Binary search: cost forms note their parameters on every op they build. */
 static centry_t *entry_find(const calib_t *c, const char *name)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (!strcmp(c->v[i].p.name, name)) return &c->v[i];
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int d = strcmp(c->v[mid].p.name, name);
+        if (!d) return &c->v[mid];
+        if (d < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 

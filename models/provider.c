@@ -11,6 +11,7 @@ enum { GEMM_QKV = 0, GEMM_OMLP = 1, GEMM_HEAD = 2 };
 
 struct provider {
     method_t *mt;
+    bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -19,15 +20,16 @@ struct provider {
     cost_gemm_t gemm[3];      /* models of the plan being built; outlive its execution */
 };
 
-int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_t *cal, provider_t **out,
-                 err_t *e)
+int provider_new_shared(const method_t *mt, const hw_t *hw, calib_t *cal, provider_t **out, err_t *e)
 {
+    *out = NULL;
+    const method_cfg_t *cfg = method_cfg(mt);
     provider_t *p = calloc(1, sizeof *p);
     if (!p) return err_set(e, ERR_NOMEM, "provider: out of memory");
     p->hw = hw;
     p->paths_gpu = -1;
-    int rc = method_new(cfg, m, &p->mt, e);
-    if (!rc) rc = cost_init(&p->cost, cal, e);
+    p->mt = (method_t *)mt;
+    int rc = cost_init(&p->cost, cal, e);
     if (!rc && cfg->weight_dtype == LLM_FP8 && p->cost.fp8_flops <= 0)
         rc = err_set(e, ERR_INVAL, "weight_dtype fp8: the %s has no FP8 tensor cores (fp8_TFLOPS = 0)", hw->gpu);
     if (!rc && cfg->tier == TIER_CXL && !hw->tier)
@@ -40,10 +42,24 @@ int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_
     return ERR_OK;
 }
 
+int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_t *cal, provider_t **out,
+                 err_t *e)
+{
+    method_t *mt;
+    int rc = method_new(cfg, m, &mt, e);
+    if (!rc) rc = provider_new_shared(mt, hw, cal, out, e);
+    if (rc) {
+        method_free(mt);
+        return rc;
+    }
+    (*out)->own_mt = true;
+    return ERR_OK;
+}
+
 void provider_free(provider_t *p)
 {
     if (!p) return;
-    method_free(p->mt);
+    if (p->own_mt) method_free(p->mt);
     free(p);
 }
 

@@ -36,6 +36,10 @@ typedef struct provider provider_t;
 int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_t *cal, provider_t **out,
                  err_t *e);
 
+/* As provider_new, borrowing an already resolved method (it must outlive the provider): sessions of
+ * one study share one method and its planner statistics. Errors: those of cost_init; ERR_INVAL. */
+int provider_new_shared(const method_t *mt, const hw_t *hw, calib_t *cal, provider_t **out, err_t *e);
+
 /* provider_new from a scenario's method map (method_cfg_bind), wrapped for the engine: out->ops
  * builds plans, gives the footprint, tells nothing on completion, and on destroy frees the provider. */
 int provider_create(const cfg_node_t *method, const llm_t *m, const hw_t *hw, calib_t *cal,

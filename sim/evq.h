@@ -1,7 +1,8 @@
 /* evq — the engine's event queue: entries ordered by (time, sequence number).
  *
- * A 4-ary min-heap of small inline entries (32 bytes: two per cache line, a node's four children in
- * two lines), so a push or pop touches few cache lines. The sequence number is assigned at push in
+ * A 4-ary min-heap of small inline entries (32 bytes, so a node's four children span two or three
+ * cache lines and the heap is half as deep as a binary one); pops use Floyd's bottom-up deletion with
+ * branch-free child selection. The sequence number is assigned at push in
  * increasing order, so entries at equal times come out in push order: the same pushes give the same
  * pops on every build. */
 #ifndef ODSIM_SIM_EVQ_H

@@ -49,7 +49,9 @@ static sim_flow_t *start(sim_t *s, double work, double weight, double cap, size_
 
 static const double ONE[4] = {1, 1, 1, 1};
 
-#define assert_rel(a, b) cr_assert(fabs((double)(a) - (double)(b)) <= 1e-12 * fabs((double)(b)), "%.17g vs %.17g", (double)(a), (double)(b))
+#define assert_rel(a, b)                                                                          \
+    cr_assert(fabs((double)(a) - (double)(b)) <= 1e-12 * fabs((double)(b)), "%.17g vs %.17g", (double)(a), \
+              (double)(b))
 
 /* Two flows on one link, C = 100: each gets 50. Works 100 and 200: the first ends at 100/50 = 2 s; the
  * second then has 200 − 2·50 = 100 left at 100/s: it ends at 3 s. */
@@ -355,8 +357,8 @@ Test(fluid, differential_completions)
             double lost = 0;
             for (int r = 0; r <= nres; r++) lost += charge[i][r];
             double want = (double)rec[i].done_ps - work[i] / standalone[i] * SIM_PS_PER_S;
-            cr_assert(fabs(lost - want) <= 1e-9 * (double)rec[i].done_ps + 10, "scenario %d flow %d: lost %.15g ps, want %.15g",
-                      scen, i, lost, want);
+            cr_assert(fabs(lost - want) <= 1e-9 * (double)rec[i].done_ps + 10,
+                      "scenario %d flow %d: lost %.15g ps, want %.15g", scen, i, lost, want);
         }
         sim_free(s);
     }
