@@ -140,6 +140,8 @@ kernels:
 
 bench: all
 	./build/rel/odsim bench
+	@echo "stress profile (scenarios/bench_stress.yaml), one simulated hour, coarse mode:"
+	./build/rel/odsim run scenarios/bench_stress.yaml --set serving.coarse=true --timing > /dev/null
 
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 fuzz: deps $(PROTO_H) build/gen/cmdtab.c

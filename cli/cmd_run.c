@@ -18,14 +18,15 @@ const cmd_t cmd_run = {
     "  --timeline FILE    write the first plans' ops as Chrome trace-event JSON (opens in Perfetto)\n"
     "  --timeline-plans N plans recorded in the timeline (default 8)\n"
     "  --replications R   override run.replications\n"
-    "  --point I          run only sweep point I\n",
+    "  --point I          run only sweep point I\n"
+    "  --timing           print to stderr, per point, simulated seconds per wall second and events/s\n",
     run_main};
 
 typedef struct run_args {
     const char *scenario, *out, *timeline;
     const char **sets;
     size_t n_sets;
-    bool json;
+    bool json, timing;
     int replications;
     long point;
     uint32_t timeline_plans;
@@ -52,6 +53,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         bool has_val = i + 1 < argc;
         long v;
         if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--timing")) a->timing = true;
         else if (!strcmp(o, "--set") && has_val) a->sets[a->n_sets++] = argv[++i];
         else if (!strcmp(o, "--out") && has_val) a->out = argv[++i];
         else if (!strcmp(o, "--timeline") && has_val) a->timeline = argv[++i];
@@ -122,6 +124,12 @@ static int run_main(int argc, char **argv)
     for (size_t i = 0; !rc && i < n; i++) {
         if (study_run(s, first + i, &opts, &rs[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
         opts.timeline_path = NULL; /* the timeline shows the first point */
+        if (!rc && a.timing) {
+            double sim_s = rs[i]->duration_s * rs[i]->replications;
+            fprintf(stderr, "timing: point %zu: %.4g s simulated in %.3g s wall (%.3gx real time), %llu events (%.3g M events/s)\n",
+                    first + i, sim_s, rs[i]->wall_s, sim_s / rs[i]->wall_s, (unsigned long long)rs[i]->events,
+                    (double)rs[i]->events / rs[i]->wall_s / 1e6);
+        }
     }
     if (!rc) rc = emit(&a, s, rs, first, n);
     for (size_t i = 0; rs && i < n; i++) study_result_free(rs[i]);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/study_cfg.h"
@@ -276,15 +277,20 @@ int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **o
     double *m = calloc((size_t)reps * M_COUNT, sizeof *m);
     uint32_t met = 0;
     if (!r || !m) rc = err_set(e, ERR_NOMEM, "out of memory");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint32_t k = 0; !rc && k < reps; k++) {
         study_rep_t rep;
         rc = study_rep_run(s, &pt, k, reps, opts, &rep, e);
         if (rc) break;
         fill_metrics(&rep, m + (size_t)k * M_COUNT);
+        r->events += sim_events(rep.sim);
         met += rep_meets_slo(&rep, &pt.slo, m + (size_t)k * M_COUNT);
         if (k == 0) rc = study_result_fill(s, &pt, &rep, r, e);
         study_rep_free(&rep);
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (r) r->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (!rc) {
         double col[1000];
         study_stat_t *dst[M_COUNT] = {&r->step_p50_s, &r->step_p95_s, &r->step_p99_s, &r->step_mean_s, &r->ttft_p50_s,

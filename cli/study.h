@@ -95,6 +95,9 @@ typedef struct study_result {
     char *flags;                       /* calibration parameters assumed or used outside their
                                         * fitted range, one per line; "" when none */
     uint64_t calib_hash;
+    uint64_t events;                   /* engine events over all replications */
+    double wall_s;                     /* wall-clock seconds the replications took (not in reports:
+                                        * outputs stay byte-identical; see odsim run --timing) */
     /* Samples for plots (first replication): (context tokens, step latency s) of decode steps,
      * at most 4096 evenly thinned; utilisation of each resource per interval. */
     double *ctx_tokens, *ctx_step_s;

@@ -24,8 +24,9 @@ typedef struct scn_model {
 
 typedef struct scn_serving {
     int mode;                      /* exec_mode_t */
-    bool cuda_graphs;
+    bool cuda_graphs, coarse;
     int64_t max_batch, prefill_chunk;
+    double coarse_reuse;
     int admission;                 /* exec_admit_t */
     int placement;                 /* SCN_PLACE_* */
 } scn_serving_t;

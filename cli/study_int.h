@@ -85,6 +85,9 @@ void study_rep_free(study_rep_t *rep);
 /* Fills the per-run parts of r (resources, time lost, memory, flags, samples) from replication 0. */
 int study_result_fill(const study_t *s, const study_point_t *pt, const study_rep_t *rep, study_result_t *r, err_t *e);
 
+/* The plan provider of an `op` probe (cli/study_probe.c): one op per plan. */
+int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *cal, plan_provider_t *out, err_t *e);
+
 /* Seeds of replication k: workload and plans streams are separate and common to every point
  * (common random numbers across compared configurations). */
 uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream);

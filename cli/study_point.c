@@ -47,6 +47,18 @@ static int bind_sections(study_point_t *pt, err_t *e)
     return rc;
 }
 
+/* A measured op or layer step is one layer of the model, with the row's KV heads; a session step
+ * (kbench's concurrency suite) is the whole model, LM head included. */
+static void probe_shape(const scn_probe_t *pb, llm_t *m)
+{
+    int group = m->q_heads / m->kv_heads;
+    m->layers = 1;
+    if (pb->heads > 0) {
+        m->kv_heads = (int)pb->heads;
+        m->q_heads = (int)pb->heads * group;
+    }
+}
+
 int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e)
 {
     memset(pt, 0, sizeof *pt);
@@ -54,6 +66,7 @@ int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e)
     if (!rc) rc = bind_sections(pt, e);
     if (!rc) rc = hw_resolve_node(s->hwcat, pt->top.hardware, &pt->hw, e);
     if (!rc) rc = llm_get(s->llmcat, pt->model.name, pt->model.set, &pt->llm, e);
+    if (!rc && pt->wl.kind == SCN_WL_PROBE && pt->probe.what != SCN_PROBE_SESSION_STEP) probe_shape(&pt->probe, &pt->llm);
     if (!rc) rc = method_cfg_bind(pt->top.method, &pt->mcfg, e);
     if (!rc) rc = method_new(&pt->mcfg, &pt->llm, &pt->method, e);
     if (!rc && strcmp(pt->top.calibration, "none")) {

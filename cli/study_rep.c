@@ -204,7 +204,8 @@ static int exec_make(const study_point_t *pt, study_rep_t *rep, sim_pool_t *hbm_
         hbm_pools[g] = sim_pool_find(rep->sim, name);
     }
     exec_config_t cfg = {
-        .mode = (exec_mode_t)pt->serving.mode, .cuda_graphs = pt->serving.cuda_graphs,
+        .mode = (exec_mode_t)pt->serving.mode, .cuda_graphs = pt->serving.cuda_graphs, .coarse = pt->serving.coarse,
+        .coarse_reuse = pt->serving.coarse_reuse,
         .admission = (exec_admit_t)pt->serving.admission, .n_gpus = pt->hw.gpus,
         .max_batch = (uint32_t)pt->serving.max_batch, .prefill_chunk = (uint32_t)pt->serving.prefill_chunk,
         .graph_launch_ps = (sim_ps_t)(rep->cost.graph_launch_s * (double)SIM_PS_PER_S),
@@ -235,14 +236,28 @@ static int gpu_of(const feed_t *f, uint64_t index, uint64_t total)
     return (int)(index % (uint64_t)gpus);
 }
 
+/* The method's provider, or a probe's: one op per plan, or layer steps without the LM head
+ * (session steps are whole decode steps). */
+static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
+{
+    const study_point_t *pt = f->pt;
+    if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_OP)
+        return study_probe_provider(pt, f->rep->method, f->rep->cal, out, e);
+    provider_t *p;
+    int rc = provider_new_shared(f->rep->method, &pt->hw, f->rep->cal, &p, e);
+    if (rc) return rc;
+    if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) provider_set_layers_only(p, true);
+    *out = provider_wrap(p);
+    return ERR_OK;
+}
+
 static int add_session(feed_t *f, int gpu, double arrival_s, uint64_t ctx0, uint64_t final_tokens, bool open_loop,
                        const exec_turn_t *turns, size_t n_turns, err_t *e)
 {
     uint64_t id = f->next_id++;
-    provider_t *p;
-    int rc = provider_new_shared(f->rep->method, &f->pt->hw, f->rep->cal, &p, e);
+    plan_provider_t prov;
+    int rc = make_provider(f, &prov, e);
     if (rc) return rc;
-    plan_provider_t prov = provider_wrap(p);
     exec_session_spec_t spec = {.id = id, .gpu = gpu, .arrival_s = arrival_s, .context_tokens = ctx0,
                                 .final_tokens = final_tokens, .open_loop = open_loop, .turns = turns,
                                 .n_turns = n_turns, .provider = prov};

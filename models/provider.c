@@ -12,6 +12,7 @@ enum { GEMM_QKV = 0, GEMM_OMLP = 1, GEMM_HEAD = 2 };
 struct provider {
     method_t *mt;
     bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
+    bool layers_only;         /* plans hold the layers alone: no LM head, no sampling */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -64,6 +65,8 @@ void provider_free(provider_t *p)
 }
 
 const method_t *provider_method(const provider_t *p) { return p->mt; }
+
+void provider_set_layers_only(provider_t *p, bool on) { p->layers_only = on; }
 
 static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
 {
@@ -232,6 +235,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     }
     free(consumer);
     uint32_t head;
+    if (p->layers_only) {
+        out->graph_launch_ps = cost_ps(p->cost.graph_launch_s);
+        return rc;
+    }
     if (!rc) rc = add_gemm(&b, GEMM_HEAD, -1, req->phase, 1, &prev, 1, &head);
     if (!rc) {
         plan_op_t op = op_new(OPKIND_SAMPLE, -1, STREAM_COMPUTE);

@@ -57,5 +57,8 @@ void provider_free(provider_t *p);
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e);
 
 const method_t *provider_method(const provider_t *p);
+/* Plans of the layers alone, without the per-step LM head and sampling (what kbench times as a
+ * layer step). */
+void provider_set_layers_only(provider_t *p, bool on);
 
 #endif

@@ -97,6 +97,9 @@ struct sess {
     uint32_t prefill_left, decode_left;
     plan_request_t req;      /* the request of the plan being built or run */
     plan_t plan;
+    plan_t fine;             /* coarse mode: the provider's plan, before plan_coarsen */
+    plan_request_t built;    /* coarse mode: the request s->plan was built for */
+    bool have_built;
     uint64_t plans;
     bool admitted, first_token_done;
     sim_ps_t t_arrive, t_turn_ready, t_first_token, t_decode_ps;
@@ -494,7 +497,7 @@ static void op_finish(xop_t *o)
                     xop_t *wo = w->ops[i];
                     if (wo->run->ctx != next) { w->ops[keep++] = wo; continue; }
                     wo->waiting_gpu = false;
-                    x->stats.lost_ps[sim_res_count(x->sim) + 1 + EXEC_LOST_TIMESLICE] += (double)(sim_now(x->sim) - wo->t_ready);
+                    x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_TIMESLICE] += (double)(sim_now(x->sim) - wo->t_ready);
                     g->owner = next;
                     g->owner_running++;
                     op_begin_flow(wo);
@@ -570,7 +573,7 @@ static void op_try_start(xop_t *o)
     exec_t *x = r->x;
     o->t_ready = sim_now(x->sim);
     /* Time an op was held back only by its launch is the launch thread's doing. */
-    if (o->t_launch > o->t_deps) x->stats.lost_ps[sim_res_count(x->sim) + 1 + EXEC_LOST_LAUNCH] += (double)(o->t_launch - o->t_deps);
+    if (o->t_launch > o->t_deps) x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_LAUNCH] += (double)(o->t_launch - o->t_deps);
     if (x->cfg.mode == EXEC_PROCESSES && o->op.exec == PLAN_EXEC_GPU) {
         gpu_t *g = r->gpu;
         bool others_waiting = g->waits.head < g->waits.n;
@@ -851,6 +854,17 @@ static void sess_start_turn(sess_t *s)
     sess_next(s);
 }
 
+/* Coarse mode: the last coarse plan still stands for this request (same phase and size, context
+ * within the reuse fraction). */
+static bool coarse_reusable(const sess_t *s)
+{
+    const exec_config_t *c = &s->x->cfg;
+    if (!c->coarse || !s->have_built || s->built.phase != s->req.phase || s->built.new_tokens != s->req.new_tokens)
+        return false;
+    double ctx = (double)s->req.context_tokens, was = (double)s->built.context_tokens;
+    return fabs(ctx - was) <= c->coarse_reuse * was;
+}
+
 /* Builds the session's next plan (memory grown first) into s->plan. */
 static int sess_build(sess_t *s, err_t *e)
 {
@@ -863,9 +877,14 @@ static int sess_build(sess_t *s, err_t *e)
         int rc = sess_hold(s, s->context + chunk, e);
         if (rc) return rc;
     }
-    plan_reset(&s->plan, s->req.phase, chunk);
-    int rc = s->prov.ops->build(s->prov.self, &s->env, &s->req, &s->plan, e);
-    if (!rc) rc = plan_validate(&s->plan, e);
+    if (coarse_reusable(s)) return ERR_OK;
+    plan_t *target = x->cfg.coarse ? &s->fine : &s->plan;
+    plan_reset(target, s->req.phase, chunk);
+    int rc = s->prov.ops->build(s->prov.self, &s->env, &s->req, target, e);
+    if (!rc) rc = plan_validate(target, e);
+    if (!rc && x->cfg.coarse) rc = plan_coarsen(&s->fine, x->sim, &s->plan, e);
+    s->built = s->req;
+    s->have_built = !rc;
     if (rc) return err_prefix(e, "session %llu, plan %llu", (unsigned long long)s->id, (unsigned long long)s->plans);
     return ERR_OK;
 }
@@ -1027,13 +1046,15 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (cfg->prefill_chunk < 1) return err_set(e, ERR_INVAL, "exec: prefill chunk must be ≥ 1 token");
     if ((int)cfg->mode < EXEC_STREAMS || cfg->mode > EXEC_CONTINUOUS) return err_set(e, ERR_INVAL, "exec: unknown mode");
     if (cfg->graph_launch_ps < 0) return err_set(e, ERR_INVAL, "exec: negative graph launch time");
+    if (cfg->coarse && (cfg->mode == EXEC_LOCKSTEP || cfg->mode == EXEC_CONTINUOUS))
+        return err_set(e, ERR_INVAL, "exec: coarse plans drop merge keys, so they cannot be batched (mode %s)", exec_mode_name(cfg->mode));
     exec_t *x = calloc(1, sizeof *x);
     if (!x) return err_set(e, ERR_NOMEM, "exec: out of memory");
     x->sim = sim;
     x->cfg = *cfg;
     x->horizon_ps = SIM_TIME_NEVER;
     x->gpus = calloc((size_t)cfg->n_gpus, sizeof *x->gpus);
-    x->stats.n_lost = sim_res_count(sim) + 1 + EXEC_LOST_EXTRA;
+    x->stats.n_lost = sim_res_count(sim) + EXEC_LOST_EXTRA;
     x->stats.lost_ps = calloc(x->stats.n_lost, sizeof *x->stats.lost_ps);
     x->stats.step_s = hist_new();
     x->stats.ttft_s = hist_new();
@@ -1061,6 +1082,7 @@ static void sess_free(sess_t *s)
     if (s->state != S_DONE) sess_release(s);
     if (s->prov.ops && s->prov.ops->destroy) s->prov.ops->destroy(s->prov.self, &s->env);
     plan_free(&s->plan);
+    plan_free(&s->fine);
     free(s->turns);
     free(s);
 }
@@ -1145,6 +1167,7 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     s->final_tokens = spec->final_tokens > spec->context_tokens ? spec->final_tokens : spec->context_tokens;
     s->state = S_ARRIVING;
     plan_init(&s->plan);
+    plan_init(&s->fine);
     if (sim_at(x->sim, s_to_ps(spec->arrival_s), sess_arrive, s, e)) return e ? e->code : ERR_INVAL;
     return ERR_OK;
 }

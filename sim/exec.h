@@ -43,6 +43,10 @@ typedef enum { EXEC_ADMIT_RESERVE, EXEC_ADMIT_GROW_PREEMPT, EXEC_ADMIT_GROW_EVIC
 typedef struct exec_config {
     exec_mode_t mode;
     bool cuda_graphs;            /* one launch per graph segment instead of one per op */
+    bool coarse;                 /* run each plan in its coarse form (plan_coarsen): far fewer events,
+                                  * order within a step lost; not with batching */
+    double coarse_reuse;         /* coarse: reuse a session's last coarse plan while its context is
+                                  * within this fraction of the one it was built at (0: rebuild) */
     exec_admit_t admission;
     int n_gpus;                  /* ≥ 1 */
     uint32_t max_batch;          /* batching modes: most sessions per iteration; 0 = no limit */

@@ -184,3 +184,66 @@ int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t *out, err_t *
     free(finish);
     return rc;
 }
+
+/* Per resource of a plan: total demand, time its ops would take one after another alone, and the
+ * executor of its longest op. */
+typedef struct res_load {
+    double demand, alone_ps, longest_ps;
+    uint8_t exec;
+} res_load_t;
+
+static int loads_of(const plan_t *p, const sim_t *sim, res_load_t *load, sim_ps_t *launch_ps, err_t *e)
+{
+    *launch_ps = 0;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const plan_op_t *o = &p->ops[i];
+        plan_cost_t c = o->cost;
+        if (o->cost_fn && o->cost_fn(o->cost_model, 1, &c)) return err_set(e, ERR_INVAL, "plan: cost model failed");
+        sim_ps_t alone;
+        int rc = op_alone_ps(o, sim, &alone, e);
+        if (rc) return rc;
+        *launch_ps += o->launch_ps;
+        for (uint32_t u = 0; u < o->n_uses; u++) {
+            res_load_t *l = &load[o->uses[u].res];
+            l->demand += c.work * o->uses[u].coef;
+            l->alone_ps += (double)alone;
+            if ((double)alone > l->longest_ps) {
+                l->longest_ps = (double)alone;
+                l->exec = o->exec;
+            }
+        }
+    }
+    return ERR_OK;
+}
+
+int plan_coarsen(const plan_t *in, const sim_t *sim, plan_t *out, err_t *e)
+{
+    sim_ps_t fine_ps = 0, launch_ps = 0;
+    size_t nres = sim_res_count(sim);
+    int rc = plan_standalone_ps(in, sim, &fine_ps, e);
+    res_load_t *load = rc ? NULL : calloc(nres ? nres : 1, sizeof *load);
+    if (!rc && !load) rc = err_set(e, ERR_NOMEM, "plan: out of memory");
+    if (!rc) rc = loads_of(in, sim, load, &launch_ps, e);
+    plan_reset(out, in->phase, in->tokens);
+    out->graph_launch_ps = in->graph_launch_ps;
+    uint8_t stream = 0;
+    for (size_t r = 0; !rc && r < nres; r++) {
+        if (!(load[r].demand > 0)) continue;
+        /* Alone, a resource's op takes what its ops took one after another (never more than the
+         * whole step); shared, it slows as they would. */
+        double t_ps = load[r].alone_ps < (double)fine_ps ? load[r].alone_ps : (double)fine_ps;
+        double t_s = t_ps / (double)SIM_PS_PER_S;
+        plan_op_t op = {.kind = in->ops[0].kind, .layer = PLAN_NO_LAYER, .exec = load[r].exec, .stream = stream++,
+                        .n_uses = 1, .uses = {{(sim_res_t)r, 1.0}},
+                        .cost = {.work = load[r].demand, .cap_rate = t_s > 0 ? load[r].demand / t_s : 0}};
+        rc = plan_add(out, &op, NULL, 0, NULL, e);
+    }
+    /* Beside them, one delay: issued last, it holds the launch thread for every launch of the step
+     * and then the rest of the step's critical path, so alone the step takes as long as the fine one. */
+    sim_ps_t rest = fine_ps > launch_ps ? fine_ps - launch_ps : 0;
+    plan_op_t tail = {.kind = in->n_ops ? in->ops[0].kind : 0, .layer = PLAN_NO_LAYER, .stream = stream,
+                      .launch_ps = launch_ps, .cost = {.latency_ps = rest}};
+    if (!rc) rc = plan_add(out, &tail, NULL, 0, NULL, e);
+    free(load);
+    return rc;
+}

@@ -138,6 +138,15 @@ void plan_totals(const plan_t *p, plan_totals_t *out);
  * standalone step time and as the ideal-profile closed form. Errors: as plan_validate. */
 int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t *out, err_t *e);
 
+/* The coarse form of a plan (for long studies): one op per resource the plan touches, carrying all
+ * of its demand, capped so that alone it takes as long as the plan's ops using it would one after
+ * another (at most the whole step), all in parallel with one delay op that holds the launch thread
+ * for all the plan's launches and then waits out the rest of its critical path. Alone on an idle
+ * machine the coarse plan takes as long as the fine one; under sharing each resource slows as its
+ * ops would, but the order within a step is lost (a step overlaps its own phases). out is reset
+ * first; merge keys are dropped (not for batching modes). Errors: as plan_validate, ERR_NOMEM. */
+int plan_coarsen(const plan_t *in, const sim_t *sim, plan_t *out, err_t *e);
+
 /* ---- what the engine offers providers ----------------------------------------------------- */
 
 typedef struct plan_env plan_env_t;  /* owned by the engine */

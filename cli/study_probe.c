@@ -1,0 +1,124 @@
+/* Probe workloads: a measured kbench case reproduced through the same cost forms and providers as a
+ * study. An `op` probe runs one op per plan: a raw transfer built by the cost forms from the row's
+ * pieces and region, or the op of that kind from the method's own one-layer plan at the row's
+ * context. Layer and session steps are the method's plans without the per-step LM head. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/study_int.h"
+#include "models/opkind.h"
+#include "models/provider.h"
+
+typedef struct probe_prov {
+    provider_t *inner;       /* the method's provider (owned) */
+    const hw_t *hw;
+    cost_t cost;
+    cost_paths_t paths;
+    const sim_t *paths_sim;
+    int kind;                /* opkind_t */
+    scn_probe_t pb;
+    plan_t tmp;
+} probe_prov_t;
+
+/* Raw transfers of the link suite: not taken from a method's plan. */
+static bool raw_transfer(int kind, cost_xfer_t *form, bool *h2d)
+{
+    *h2d = kind != OPKIND_D2H_COPY;
+    switch (kind) {
+    case OPKIND_H2D_COPY:
+    case OPKIND_D2H_COPY:
+    case OPKIND_H2D_COPY2D: *form = COST_CE; return true;
+    case OPKIND_H2D_BATCH: *form = COST_CE_BATCH; return true;
+    case OPKIND_SM_GATHER: *form = COST_SM_GATHER; return true;
+    default: return false;
+    }
+}
+
+static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer_t form, bool h2d, plan_t *out, err_t *e)
+{
+    if (pp->paths_sim != sim) {
+        int rc = cost_paths_resolve(&pp->cost, pp->hw, sim, gpu, HWINST_DRAM, &pp->paths, e);
+        if (rc) return rc;
+        pp->paths_sim = sim;
+    }
+    double pieces = pp->pb.pieces > 0 ? (double)pp->pb.pieces : 1;
+    double bytes = pp->pb.piece_bytes * pieces;
+    plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER};
+    cost_transfer(&pp->cost, &pp->paths, form, h2d, bytes, form == COST_CE && pp->kind != OPKIND_H2D_COPY2D ? 1 : pieces,
+                  pp->pb.region_bytes, &op);
+    op.bytes_host = op.bytes_hbm = bytes;
+    return plan_add(out, &op, NULL, 0, NULL, e);
+}
+
+/* The op of the probe's kind from the method's plan of one layer at the probe's context. */
+static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    int rc = provider_build(pp->inner, sim, gpu, req, &pp->tmp, e);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < pp->tmp.n_ops; i++) {
+        plan_op_t op = pp->tmp.ops[i];
+        if (op.kind != pp->kind) continue;
+        op.n_deps = 0;
+        return plan_add(out, &op, NULL, 0, NULL, e);
+    }
+    return err_set(e, ERR_INVAL, "probe: the %s plan at %llu tokens has no '%s' op (variant '%s')",
+                   method_names[method_cfg(provider_method(pp->inner))->method],
+                   (unsigned long long)req->context_tokens, opkind_name(pp->kind), pp->pb.variant);
+}
+
+static int probe_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    probe_prov_t *pp = self;
+    const sim_t *sim = plan_env_sim(env);
+    int gpu = plan_env_gpu(env);
+    cost_xfer_t form;
+    bool h2d;
+    if (raw_transfer(pp->kind, &form, &h2d)) return probe_transfer(pp, sim, gpu, form, h2d, out, e);
+    if (pp->kind == OPKIND_LAUNCH || pp->kind == OPKIND_GRAPH_REPLAY) {
+        plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER,
+                        .launch_ps = cost_ps(pp->kind == OPKIND_LAUNCH ? pp->cost.launch_s : pp->cost.graph_launch_s)};
+        return plan_add(out, &op, NULL, 0, NULL, e);
+    }
+    return probe_method_op(pp, sim, gpu, req, out, e);
+}
+
+static int probe_footprint(void *self, uint64_t tokens, double *hbm, double *host, err_t *e)
+{
+    (void)self;
+    (void)tokens;
+    (void)e;
+    *hbm = *host = 0; /* a kbench case allocates its buffers once, outside what is timed */
+    return ERR_OK;
+}
+
+static void probe_destroy(void *self, plan_env_t *env)
+{
+    (void)env;
+    probe_prov_t *pp = self;
+    provider_free(pp->inner);
+    plan_free(&pp->tmp);
+    free(pp);
+}
+
+static const plan_provider_ops_t probe_ops = {"probe-op", probe_build, NULL, probe_footprint, probe_destroy};
+
+int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *cal, plan_provider_t *out, err_t *e)
+{
+    int kind = opkind_find(pt->probe.op);
+    if (kind < 0) return err_set(e, ERR_INVAL, "probe: unknown op '%s' (models/opkind.h)", pt->probe.op);
+    probe_prov_t *pp = calloc(1, sizeof *pp);
+    if (!pp) return err_set(e, ERR_NOMEM, "out of memory");
+    pp->hw = &pt->hw;
+    pp->kind = kind;
+    pp->pb = pt->probe;
+    plan_init(&pp->tmp);
+    int rc = cost_init(&pp->cost, cal, e);
+    if (!rc) rc = provider_new_shared(mt, &pt->hw, cal, &pp->inner, e);
+    if (rc) {
+        probe_destroy(pp, NULL);
+        return rc;
+    }
+    provider_set_layers_only(pp->inner, true);
+    *out = (plan_provider_t){&probe_ops, pp};
+    return ERR_OK;
+}
