@@ -162,9 +162,9 @@ static int write_out(const char *dir, const study_t *s, const cap_point_t *cps, 
     rc = report_gnuplot(dir, "capacity",
                         "set datafile separator ','\nset style data histograms\nset style fill solid 0.6\n"
                         "set ylabel 'largest population meeting the SLO'\nset xtics rotate by -30\nset key off\n"
-                        "set terminal svg size 1000,560 dynamic\nset output 'capacity.svg'\n"
+                        "set terminal svg size 1000,560 dynamic noenhanced\nset output 'capacity.svg'\n"
                         "plot 'capacity.csv' using 3:xtic(2) skip 1\n"
-                        "set terminal pngcairo size 1000,560\nset output 'capacity.png'\n"
+                        "set terminal pngcairo size 1000,560 noenhanced\nset output 'capacity.png'\n"
                         "plot 'capacity.csv' using 3:xtic(2) skip 1\n",
                         e);
     if (rc == ERR_NOTFOUND) {

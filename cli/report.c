@@ -212,8 +212,8 @@ static int plot_both(const char *dir, const char *name, const char *setup, const
     FILE *fp = open_memstream(&script, &len);
     if (!fp) return err_set(e, ERR_NOMEM, "out of memory");
     fprintf(fp, "set datafile separator ','\nset key outside right\nset grid\n%s\n", setup);
-    fprintf(fp, "set terminal svg size 900,540 dynamic\nset output '%s.svg'\n%s\n", name, body);
-    fprintf(fp, "set terminal pngcairo size 900,540\nset output '%s.png'\n%s\n", name, body);
+    fprintf(fp, "set terminal svg size 900,540 dynamic noenhanced\nset output '%s.svg'\n%s\n", name, body);
+    fprintf(fp, "set terminal pngcairo size 900,540 noenhanced\nset output '%s.png'\n%s\n", name, body);
     fclose(fp);
     int rc = report_gnuplot(dir, name, script, e);
     free(script);
@@ -249,15 +249,25 @@ static int write_util_data(const char *dir, const study_result_t *r, err_t *e)
     return atomicio_commit(f, e);
 }
 
+/* A label safe inside a gnuplot single-quoted string. */
+static void gp_label(const char *in, char *out, size_t n)
+{
+    size_t j = 0;
+    for (size_t i = 0; in[i] && j + 1 < n; i++) out[j++] = in[i] == '\'' ? '"' : in[i];
+    out[j] = '\0';
+}
+
 static int write_plots(const char *dir, study_result_t *const *rs, size_t n, err_t *e)
 {
-    char body[8192];
+    char body[16384], label[256];
     size_t len = (size_t)snprintf(body, sizeof body, "plot ");
-    for (size_t p = 0; p < n && p < 24; p++)
+    for (size_t p = 0; p < n && p < 24; p++) {
+        gp_label(rs[p]->label, label, sizeof label);
         len += (size_t)snprintf(body + len, sizeof body - len,
-                                "%s'latency_vs_context.csv' using ($1==%zu?$2:1/0):($3*1e3) skip 1 with points pt 7 ps 0.4 title '%zu'",
-                                p ? ", " : "", p, p);
-    int rc = plot_both(dir, "latency_vs_context", "set xlabel 'context tokens'\nset ylabel 'decode step latency (ms)'\nset logscale x", body, e);
+                                "%s'latency_vs_context.csv' using ($1==%zu?$2:1/0):($3*1e3) skip 1 with points pt 7 ps 0.4 title '%s'",
+                                p ? ", " : "", p, label);
+    }
+    int rc = plot_both(dir, "latency_vs_context", "set xlabel 'context tokens'\nset ylabel 'decode step latency (ms)'\nset logscale xy", body, e);
     if (rc) return rc;
     const study_result_t *r = rs[0];
     len = (size_t)snprintf(body, sizeof body, "plot ");

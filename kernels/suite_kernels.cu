@@ -315,9 +315,9 @@ static void sec_scans(ks_t *K, queries_t *Q)
                     kb_scan_planes(variant, idx, compact ? cs : hs, compact, Q->plan,
                                    qg == 4 ? Q->q : Q->qsum, qg, HEADS, n, T_DEFAULT, sc, s);
                 }, n / 1e3, 1);
+                static const char *full_layout[4] = {"", "full;kernel1", "full;kernel2", "full"};
                 kb_row_t r = scan_row(meth ? "sparq" : "fathom", n, meth ? 68 : 56,
-                                      host ? "host" : "hbm",
-                                      compact ? "compact" : (variant == 1 ? "full;kernel1" : variant == 2 ? "full;kernel2" : "full"),
+                                      host ? "host" : "hbm", compact ? "compact" : full_layout[variant],
                                       idxb + 4.0 * HEADS * qg * n);
                 r.qheads = qg;
                 r.chunk_tokens = T_DEFAULT;

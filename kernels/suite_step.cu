@@ -58,9 +58,8 @@ static int time_steps(st_t *X, kb_session_t *S, int nst, double **t, double *tot
     return r;
 }
 
-static kb_row_t case_row(const char *op, const kb_session_t *S, const kb_step_cfg_t *c, int qgroup)
+static kb_row_t case_row(const char *op, const kb_step_cfg_t *c, int qgroup)
 {
-    (void)S;
     kb_row_t r = kb_row(op, kb_method_name(c->method));
     static char layout[96];
     r.method = kb_method_name(c->method);
@@ -98,14 +97,14 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
         t[i] = (double *)malloc(max_reps * sizeof(double));
     int reps = time_steps(X, S, nst, t, total, max_reps);
     double link = kb_session_link_bytes(S);
-    kb_row_t r = case_row("layer_step", S, c, D->qgroup);
+    kb_row_t r = case_row("layer_step", c, D->qgroup);
     r.st = kb_stats(total, reps);
     r.bytes_moved = link;
     r.per_s = 1e6 / r.st.med;
     r.ref_gbps = kb_ceil.h2d_gbps;
     kb_csv_row(X->csv, &r);
     for (int i = 0; i < nst; i++) {
-        kb_row_t sr = case_row(ops[i], S, c, D->qgroup);
+        kb_row_t sr = case_row(ops[i], c, D->qgroup);
         sr.variant = kb_method_name(c->method);
         sr.st = kb_stats(t[i], reps);
         char pol[64];

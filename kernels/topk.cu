@@ -50,15 +50,15 @@ __global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, unsigned *don
     }
 }
 
-/* One warp: lane l owns bins [64 l, 64 l + 64); find the digit d with
- * count(> d) < want <= count(>= d), counting from the top bin down; update
- * the row's state and clear the histogram for the next pass. */
-__device__ void topk_select(int pass, topk_state_t *st, uint32_t *h, int lane)
+/* One warp: lane l owns bins [64 l, 64 l + 64) of h (the row's histogram,
+ * already in shared memory); find the digit d with count(> d) < want <=
+ * count(>= d), counting from the top bin down, and update the row's state. */
+__device__ void topk_select(int pass, topk_state_t *st, const uint32_t *h, int lane)
 {
     int nb = 1 << kref_topk_bits(pass), per = nb / 32;
     uint32_t mine = 0;
     for (int i = 0; i < per; i++)
-        mine += __ldcg(&h[lane * per + i]);
+        mine += h[lane * per + i];
     uint32_t above = mine;                   /* inclusive sum over lanes >= lane */
     for (int o = 1; o < 32; o *= 2) {
         uint32_t v = __shfl_down_sync(0xffffffffu, above, o);
@@ -70,8 +70,8 @@ __device__ void topk_select(int pass, topk_state_t *st, uint32_t *h, int lane)
     if (higher < want && above >= want) {
         uint32_t acc = higher;
         int d = lane * per + per - 1;
-        while (acc + __ldcg(&h[d]) < want) {
-            acc += __ldcg(&h[d]);
+        while (acc + h[d] < want) {
+            acc += h[d];
             d--;
         }
         int sh = kref_topk_shift(pass);
@@ -79,9 +79,6 @@ __device__ void topk_select(int pass, topk_state_t *st, uint32_t *h, int lane)
         st->mask |= (uint32_t)(nb - 1) << sh;
         st->want = want - acc;
     }
-    __syncwarp();
-    for (int i = lane; i < KREF_TOPK_BINS; i += 32)
-        h[i] = 0;
 }
 
 __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pass, topk_state_t *st,
@@ -112,11 +109,20 @@ __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pas
     if (threadIdx.x == 0)
         last = atomicAdd(&done[r], 1u) == gridDim.x - 1;
     __syncthreads();
-    if (last && threadIdx.x < 32) {          /* every block's counts are in */
-        topk_select(pass, &st[r], hist + r * KREF_TOPK_BINS, threadIdx.x);
-        if (threadIdx.x == 0)
-            done[r] = 0;
+    if (!last)
+        return;
+    /* every block's counts are in: the row's histogram to shared memory (and
+     * cleared for the next pass), then one warp selects the digit */
+    uint32_t *g = hist + r * KREF_TOPK_BINS;
+    for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x) {
+        h[i] = __ldcg(&g[i]);
+        g[i] = 0;
     }
+    __syncthreads();
+    if (threadIdx.x < 32)
+        topk_select(pass, &st[r], h, threadIdx.x);
+    if (threadIdx.x == 0)
+        done[r] = 0;
 }
 
 __global__ void topk_gather_kernel1(const float *__restrict__ x, size_t n, int k,

@@ -7,6 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Channel a comes before b: larger gain, then lower index (the order a linear scan would pick). */
+static int before(const double *gain, int a, int b) { return gain[a] > gain[b] || (gain[a] == gain[b] && a < b); }
+
+static void heap_down(int *h, int n, int i, const double *gain)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && before(gain, h[l], h[m])) m = l;
+        if (r < n && before(gain, h[r], h[m])) m = r;
+        if (m == i) return;
+        int t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
 int fathom_allocate(const double *w, int n, int plane_bits, int max_bits, uint8_t *bits, err_t *e)
 {
     if (n < 1 || max_bits < 1 || max_bits > 8 || plane_bits < 0)
@@ -16,19 +33,30 @@ int fathom_allocate(const double *w, int n, int plane_bits, int max_bits, uint8_
         if (!(w[j] >= 0) || !isfinite(w[j])) return err_set(e, ERR_INVAL, "fathom: weight %d is %g", j, w[j]);
         bits[j] = 0;
     }
-    /* gain[j]: the error the channel's next bit removes, 0.75·w·4^−b. */
+    /* gain[j]: the error the channel's next bit removes, 0.75·w·4^−b. A max-heap of channels by gain
+     * (ties to the lower index) gives each plane bit to the best channel in O(log n). */
     double *gain = malloc((size_t)n * sizeof *gain);
-    if (!gain) return err_set(e, ERR_NOMEM, "fathom: out of memory");
-    for (int j = 0; j < n; j++) gain[j] = 0.75 * w[j];
-    for (int b = 0; b < plane_bits; b++) {
-        int best = -1;
-        for (int j = 0; j < n; j++)
-            if (bits[j] < max_bits && gain[j] > 0 && (best < 0 || gain[j] > gain[best])) best = j;
-        if (best < 0) break;
+    int *heap = malloc((size_t)n * sizeof *heap);
+    if (!gain || !heap) {
+        free(gain);
+        free(heap);
+        return err_set(e, ERR_NOMEM, "fathom: out of memory");
+    }
+    int hn = 0;
+    for (int j = 0; j < n; j++) {
+        gain[j] = 0.75 * w[j];
+        if (gain[j] > 0) heap[hn++] = j;
+    }
+    for (int i = hn / 2 - 1; i >= 0; i--) heap_down(heap, hn, i, gain);
+    for (int b = 0; b < plane_bits && hn > 0; b++) {
+        int best = heap[0];
         bits[best]++;
         gain[best] *= 0.25;
+        if (bits[best] >= max_bits || !(gain[best] > 0)) heap[0] = heap[--hn];
+        heap_down(heap, hn, 0, gain);
     }
     free(gain);
+    free(heap);
     return ERR_OK;
 }
 
