@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "cli/cmd.h"
+#include "common/version.h"
 #include "sim/evq.h"
 #include "sim/fluid_ref.h"
 #include "sim/selftest.h"
@@ -226,7 +227,7 @@ static int bench_main(int argc, char **argv)
 
     json_t *root = json_object(), *jq = json_array(), *jf = json_array();
     json_object_set_new(root, "version", json_string(ODSIM_VERSION));
-    json_object_set_new(root, "git", json_string(ODSIM_GIT_REV));
+    json_object_set_new(root, "git", json_string(odsim_git_rev));
     json_object_set_new(root, "repetitions", json_integer(reps));
     json_object_set_new(root, "timing", json_string("CPU time of the benchmarking thread"));
     json_object_set_new(root, "target_queue_events_per_s_at_1000", json_real(20e6));

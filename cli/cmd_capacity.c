@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
 
@@ -50,7 +51,7 @@ static int try_population(study_t *s, size_t i, uint32_t n, const cap_args_t *a,
         return ERR_OK;
     }
     if (rc) return rc;
-    *ok = (*out)->slo_met && !(*out)->evictions && !(*out)->rejected && !(*out)->waiting;
+    *ok = (*out)->slo_met && !(*out)->evictions && !(*out)->waiting;
     return ERR_OK;
 }
 
@@ -197,7 +198,7 @@ static int capacity_main(int argc, char **argv)
         else rc = cmd_fail("capacity", "out of memory");
         free(txt);
     } else if (!rc) {
-        printf("odsim %s (%s): %s — closed population N, SLO met in >= 95%% of replications\n", ODSIM_VERSION, ODSIM_GIT_REV, a.scenario);
+        printf("odsim %s (%s): %s — closed population N, SLO met in >= 95%% of replications\n", ODSIM_VERSION, odsim_git_rev, a.scenario);
         print_text(s, cps, n);
     }
     if (!rc && a.out && write_out(a.out, s, cps, n, &e)) rc = cmd_fail("capacity", "%s", e.msg);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
 
@@ -86,7 +87,7 @@ static int emit(const run_args_t *a, study_t *s, study_result_t **rs, size_t fir
         puts(txt);
         free(txt);
     } else {
-        printf("odsim %s (%s): %s\n", ODSIM_VERSION, ODSIM_GIT_REV, a->scenario);
+        printf("odsim %s (%s): %s\n", ODSIM_VERSION, odsim_git_rev, a->scenario);
         for (size_t i = 0; i < n; i++) {
             putchar('\n');
             report_text(stdout, s, first + i, rs[i]);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "common/version.h"
 
 static void print_help(FILE *fp)
 {
@@ -23,7 +24,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("odsim %s (%s)\n", ODSIM_VERSION, ODSIM_GIT_REV);
+        printf("odsim %s (%s)\n", ODSIM_VERSION, odsim_git_rev);
         return 0;
     }
     if (cmd_is_help(argv[1])) {

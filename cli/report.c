@@ -1,4 +1,5 @@
 #include "cli/report.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <math.h>
@@ -123,7 +124,7 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         "{s:s,s:s,s:s,s:s,s:i,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,"
         "s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:s,s:s}",
-        "odsim_version", ODSIM_VERSION, "odsim_git", ODSIM_GIT_REV, "calibration_hash", hash, "point", r->label,
+        "odsim_version", ODSIM_VERSION, "odsim_git", odsim_git_rev, "calibration_hash", hash, "point", r->label,
         "replications", (int)r->replications, "duration_s", r->duration_s, "sessions", (json_int_t)r->sessions,
         "turns", (json_int_t)r->turns, "decode_tokens", (json_int_t)r->decode_tokens, "prefill_tokens",
         (json_int_t)r->prefill_tokens, "preemptions", (json_int_t)r->preemptions, "evictions",

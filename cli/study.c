@@ -1,4 +1,5 @@
 #include "cli/study.h"
+#include "common/version.h"
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
@@ -206,7 +207,7 @@ void study_point_emit(const study_t *s, size_t i, FILE *fp)
 
 void study_provenance(const study_t *s, size_t i, FILE *fp, const char *comment)
 {
-    fprintf(fp, "%s odsim %s (%s)\n%s scenario: %s, point %zu: %s\n", comment, ODSIM_VERSION, ODSIM_GIT_REV, comment,
+    fprintf(fp, "%s odsim %s (%s)\n%s scenario: %s, point %zu: %s\n", comment, ODSIM_VERSION, odsim_git_rev, comment,
             s->name, i, study_point_label(s, i));
     fprintf(fp, "%s calibration hash: %016llx\n%s resolved scenario:\n", comment, (unsigned long long)s->calib_hash,
             comment);
@@ -255,13 +256,17 @@ static void fill_metrics(const study_rep_t *rep, double *m)
     m[M_TTFT99] = hist_quantile(st->ttft_s, 0.99);
     m[M_TPS_SESS] = hist_mean(st->session_tps);
     m[M_TPS_TOTAL] = (double)rep->measured_tokens / span;
-    m[M_SLO] = st->turns_done ? (double)st->turns_slo_ok / (double)st->turns_done : 0;
+    /* Turns still running count once their outcome is decided (a missed first token, a slow rate). */
+    double judged = (double)(st->turns_done + st->open_slo_ok + st->open_slo_missed);
+    m[M_SLO] = judged > 0 ? (double)(st->turns_slo_ok + st->open_slo_ok) / judged : 0;
 }
 
+/* Met when enough judged turns meet it and the box's p99 step is within bound; a run that judged no
+ * turn has shown nothing, which is not meeting it. */
 static bool rep_meets_slo(const study_rep_t *rep, const scn_slo_t *slo, const double *m)
 {
-    if (!rep->stats->turns_done && !rep->stats->decode_tokens) return false;
-    if (rep->stats->turns_done && m[M_SLO] < slo->attainment) return false;
+    const exec_stats_t *st = rep->stats;
+    if (!(st->turns_done + st->open_slo_ok + st->open_slo_missed) || m[M_SLO] < slo->attainment) return false;
     return slo->step_p99_s <= 0 || m[M_STEP99] <= slo->step_p99_s;
 }
 

@@ -82,7 +82,7 @@ typedef struct study_result {
     study_stat_t slo_attainment;       /* share of sessions (or turns) meeting every SLO, 0..1 */
     bool slo_met;                      /* the SLO holds in ≥ 95% of replications */
     uint64_t decode_tokens, prefill_tokens, sessions, turns; /* first replication */
-    uint64_t preemptions, evictions, rejected, waiting; /* waiting: for memory at the end */
+    uint64_t preemptions, evictions, waiting; /* waiting: for memory at the end */
     double admit_wait_p50_s, admit_wait_p99_s;
     double standalone_step_s;          /* idle-machine latency of a plan, mean over plans */
     double hbm_peak_bytes, host_peak_bytes, hbm_capacity_bytes, host_capacity_bytes;

@@ -94,7 +94,6 @@ int study_result_fill(const study_t *s, const study_point_t *pt, const study_rep
     r->turns = st->turns_done;
     r->preemptions = st->preemptions;
     r->evictions = st->evictions;
-    r->rejected = st->sessions_rejected;
     r->waiting = st->sessions_waiting;
     r->admit_wait_p50_s = hist_quantile(st->admit_wait_s, 0.5);
     r->admit_wait_p99_s = hist_quantile(st->admit_wait_s, 0.99);

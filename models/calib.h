@@ -37,6 +37,9 @@
  *   gather_duplex_coef    duplex units a gathered byte consumes (interference with D2H)
  *   kernel_latency_us, kernel_mem_eff, kernel_compute_eff
  *                         kernels: t = latency + max(bytes/(eff*hbm), flops/(eff*peak))
+ *   <kind>_latency_us, <kind>_mem_eff for kind scan, attn_sparse, attn_dense, attn_tail, quantize,
+ *                         wf_plan: the same per kernel kind; topk_latency_us (with kernel_mem_eff and
+ *                         topk_passes); gemm_latency_us (GEMMs' fixed time)
  *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
  *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)
  *   launch_us, copy_launch_us, graph_launch_us  host CPU per kernel launch, copy issue, graph launch

@@ -1,9 +1,32 @@
 #include "models/cost.h"
 
+#include "models/opkind.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 sim_ps_t cost_ps(double seconds) { return (sim_ps_t)ceil(seconds * (double)SIM_PS_PER_S); }
+
+/* Each kernel kind's fixed time and efficiency: its own parameters where the catalogs declare them
+ * (and the profile then has them: calib_seed), else kernel_latency_us and kernel_mem_eff. */
+static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
+{
+    for (int k = 0; k < OPKIND_COUNT; k++) {
+        char *nl = c->kind_names[k][0], *ne = c->kind_names[k][1];
+        snprintf(nl, sizeof c->kind_names[k][0], "%s_latency_us", opkind_name(k));
+        snprintf(ne, sizeof c->kind_names[k][1], "%s_mem_eff", opkind_name(k));
+        if (!hwcat_param_unit(nl) || !hwcat_param_unit(ne)) {
+            snprintf(nl, sizeof c->kind_names[k][0], "kernel_latency_us");
+            snprintf(ne, sizeof c->kind_names[k][1], "kernel_mem_eff");
+        }
+        int rc = calib_get(cal, nl, &c->kind_latency_s[k], e);
+        if (!rc) rc = calib_get(cal, ne, &c->kind_mem_eff[k], e);
+        if (rc) return rc;
+        c->kind_latency_s[k] *= 1e-6;
+    }
+    return ERR_OK;
+}
 
 int cost_init(cost_t *c, calib_t *cal, err_t *e)
 {
@@ -23,6 +46,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
+        F("topk_latency_us", topk_latency_s, 1e-6), F("gemm_latency_us", gemm_latency_s, 1e-6),
 #undef F
     };
     memset(c, 0, sizeof *c);
@@ -33,7 +57,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         if (rc) return rc;
         *(double *)((char *)c + map[i].off) = v * map[i].scale;
     }
-    return ERR_OK;
+    return kinds_init(c, cal, e);
 }
 
 int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gpu, hwinst_src_t src,
@@ -129,15 +153,17 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     calib_note(c->cal, h2d ? "h2d_GBps" : "d2h_GBps", NAN);
 }
 
-void cost_kernel(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t,
+void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes, double flops, llm_dtype_t t,
                  plan_op_t *op)
 {
+    int k = kind >= 0 && kind < OPKIND_COUNT ? kind : OPKIND_SCAN;
+    double lat = kind == OPKIND_TOPK ? c->topk_latency_s : c->kind_latency_s[k], eff = c->kind_mem_eff[k];
     sim_res_t fr = (t == LLM_FP8 && p->flops_fp8 >= 0) ? p->flops_fp8 : p->flops_bf16;
     op->exec = PLAN_EXEC_GPU;
     op->n_uses = 0;
     if (bytes > 0) {
         op->cost.work = bytes;
-        op->uses[op->n_uses++] = (plan_use_t){p->hbm, 1.0 / c->kernel_mem_eff};
+        op->uses[op->n_uses++] = (plan_use_t){p->hbm, 1.0 / eff};
         if (flops > 0) op->uses[op->n_uses++] = (plan_use_t){fr, flops / bytes / c->kernel_compute_eff};
     } else if (flops > 0) {
         op->cost.work = flops;
@@ -146,12 +172,12 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, double bytes, double fl
         op->cost.work = 0;
     }
     op->cost.cap_rate = 0;
-    op->cost.latency_ps = cost_ps(c->kernel_latency_s);
+    op->cost.latency_ps = cost_ps(lat);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
-    calib_note(c->cal, "kernel_latency_us", NAN);
-    calib_note(c->cal, "kernel_mem_eff", NAN);
-    calib_note(c->cal, "kernel_compute_eff", NAN);
+    calib_note(c->cal, kind == OPKIND_TOPK ? "topk_latency_us" : c->kind_names[k][0], NAN);
+    calib_note(c->cal, c->kind_names[k][1], NAN);
+    if (flops > 0) calib_note(c->cal, "kernel_compute_eff", NAN);
     calib_note(c->cal, "launch_us", NAN);
 }
 
@@ -159,7 +185,7 @@ void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_t
                     double tokens, llm_dtype_t t, cost_gemm_t *g)
 {
     double peak = (t == LLM_FP8 && c->fp8_flops > 0) ? c->fp8_flops : c->bf16_flops;
-    *g = (cost_gemm_t){weight_bytes, act_bytes_per_token, flops_per_token, tokens, c->kernel_latency_s,
+    *g = (cost_gemm_t){weight_bytes, act_bytes_per_token, flops_per_token, tokens, c->gemm_latency_s,
                        c->gemm_mem_eff * c->hbm_Bps, c->gemm_compute_eff * peak};
 }
 
@@ -186,6 +212,7 @@ void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, 
     op->cost_model = g;
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
+    calib_note(c->cal, "gemm_latency_us", NAN);
     calib_note(c->cal, "gemm_mem_eff", NAN);
     calib_note(c->cal, "gemm_compute_eff", g->tokens);
     calib_note(c->cal, "launch_us", NAN);

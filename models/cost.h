@@ -9,9 +9,10 @@
  *   SM zero-copy gather of rows:    gather_latency + bytes / min(gather_peak, blocks·gather_block,
  *                                   rows_per_s(region)·row_bytes), over the link, duplex coefficient
  *                                   gather_duplex_coef, weight gather_weight against copies' ce_weight
- *   kernel:                         kernel_latency + max(bytes / (kernel_mem_eff·hbm),
- *                                   flops / (kernel_compute_eff·peak))
- *   GEMM by batch B (cost_fn):      kernel_latency + max((W + B·act) / (gemm_mem_eff·hbm),
+ *   kernel:                         latency + max(bytes / (mem_eff·hbm), flops / (kernel_compute_eff·peak)),
+ *                                   latency and mem_eff per kernel kind (<kind>_latency_us, <kind>_mem_eff)
+ *                                   where declared, top-k topk_latency with kernel_mem_eff, else kernel_*
+ *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
  * Per-piece costs become rate caps (bytes / (pieces·t_piece + bytes/peak)), so an op stays one flow.
@@ -26,6 +27,7 @@
 #include "models/hwcat.h"
 #include "models/hwinst.h"
 #include "models/llm.h"
+#include "models/opkind.h"
 #include "sim/plan.h"
 #include "sim/sim.h"
 
@@ -38,6 +40,11 @@ typedef struct cost {
     double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB */
     double gather_weight, gather_duplex_coef;
     double kernel_latency_s, kernel_mem_eff, kernel_compute_eff, gemm_mem_eff, gemm_compute_eff;
+    double topk_latency_s, gemm_latency_s;
+    /* per kernel kind (models/opkind.h): its own fixed time and HBM efficiency, read from
+     * <kind>_latency_us and <kind>_mem_eff where the catalogs declare them, else kernel_* */
+    double kind_latency_s[OPKIND_COUNT], kind_mem_eff[OPKIND_COUNT];
+    char kind_names[OPKIND_COUNT][2][40];
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
 } cost_t;
 
@@ -70,8 +77,11 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
  * the knots, flat outside them (cost_transfer notes a region past 16 GiB as outside the range). */
 double cost_gather_rows_per_s(const cost_t *c, double region_bytes);
 
-/* Fills op for a kernel reading/writing `bytes` of HBM and doing `flops` at dtype t. */
-void cost_kernel(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t,
+/* Fills op for a kernel of op kind `kind` (models/opkind.h) reading/writing `bytes` of HBM and doing
+ * `flops` at dtype t, with that kind's own fixed time and HBM efficiency where the catalogs declare
+ * them (scan, attn_sparse, attn_dense, attn_tail, quantize, wf_plan; top-k has its own fixed time
+ * and kernel_mem_eff), else kernel_*. */
+void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes, double flops, llm_dtype_t t,
                  plan_op_t *op);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */

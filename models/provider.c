@@ -109,7 +109,7 @@ static int add_kernel(builder_t *b, int kind, int layer, double bytes, double fl
 {
     const method_cfg_t *c = method_cfg(b->p->mt);
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
-    cost_kernel(&b->p->cost, &b->p->paths, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+    cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
     return add(b, &op, deps, n_deps, id);

@@ -92,7 +92,6 @@ struct sess {
     size_t n_turns, turn;
     bool open_loop;
     sess_state_t state;
-    double arrival_s;
     uint64_t context, final_tokens;
     uint32_t prefill_left, decode_left;
     plan_request_t req;      /* the request of the plan being built or run */
@@ -115,7 +114,6 @@ struct exec {
     sess_t **sessions;
     size_t n_sessions, cap_sessions;
     exec_stats_t stats;
-    sim_ps_t horizon_ps;
     uint64_t plans_started;
     exec_trace_op_t *timeline;
     size_t n_timeline, cap_timeline;
@@ -843,7 +841,10 @@ static void turn_ready_ev(sim_t *sim, void *arg)
 static void sess_start_turn(sess_t *s)
 {
     exec_t *x = s->x;
-    if (s->turn >= s->n_turns || sim_now(x->sim) > x->horizon_ps) { sess_finish(s, false); return; }
+    if (s->turn >= s->n_turns) {
+        sess_finish(s, false);
+        return;
+    }
     const exec_turn_t *t = &s->turns[s->turn];
     if (t->restart && s->turn > 0) sess_restart(s, t->context_tokens);
     /* A session's first turn was ready when it arrived: waiting for admission is part of its TTFT. */
@@ -963,6 +964,23 @@ static bool turn_meets_slo(const sess_t *s, sim_ps_t now)
     return (c->slo_ttft_s <= 0 || ttft <= c->slo_ttft_s) && (c->slo_turn_tps <= 0 || tps >= c->slo_turn_tps);
 }
 
+/* A turn still running at `now`: 1 if it meets the SLO so far, 0 if it has already missed it (no
+ * first token within slo_ttft_s, or decoding slower than slo_turn_tps), -1 when it is too early to
+ * tell. A session not yet admitted waits in its first turn. */
+static int open_turn_slo(const sess_t *s, sim_ps_t now)
+{
+    const exec_config_t *c = &s->x->cfg;
+    if (s->state == S_DONE || s->state == S_THINKING || s->turn >= s->n_turns) return -1;
+    sim_ps_t ready = s->admitted ? s->t_turn_ready : s->t_arrive;
+    if (!s->first_token_done)
+        return c->slo_ttft_s > 0 && ps_to_s(now - ready) > c->slo_ttft_s ? 0 : -1;
+    if (c->slo_ttft_s > 0 && ps_to_s(s->t_first_token - ready) > c->slo_ttft_s) return 0;
+    uint32_t done = s->turns[s->turn].decode_tokens - s->decode_left;
+    double rest = ps_to_s(now - s->t_first_token);
+    if (done < 2 || rest <= 0) return -1;
+    return c->slo_turn_tps <= 0 || (double)(done - 1) / rest >= c->slo_turn_tps;
+}
+
 static void kick_ev(sim_t *sim, void *arg)
 {
     (void)sim;
@@ -1026,11 +1044,6 @@ static void sess_arrive(sim_t *sim, void *arg)
     sess_t *s = arg;
     s->t_arrive = sim_now(sim);
     err_t e;
-    if (sim_now(sim) > s->x->horizon_ps) {
-        s->state = S_DONE;
-        s->x->stats.sessions_rejected++;
-        return;
-    }
     int rc = sess_try_admit(s, &e);
     if (rc == ERR_CAPACITY) { sess_wait_mem(s); return; }
     if (rc) { fail_err(s->x, &e); return; }
@@ -1052,7 +1065,6 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (!x) return err_set(e, ERR_NOMEM, "exec: out of memory");
     x->sim = sim;
     x->cfg = *cfg;
-    x->horizon_ps = SIM_TIME_NEVER;
     x->gpus = calloc((size_t)cfg->n_gpus, sizeof *x->gpus);
     x->stats.n_lost = sim_res_count(sim) + EXEC_LOST_EXTRA;
     x->stats.lost_ps = calloc(x->stats.n_lost, sizeof *x->stats.lost_ps);
@@ -1162,7 +1174,6 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     s->env = (plan_env_t){x, s};
     s->n_turns = spec->n_turns;
     s->open_loop = spec->open_loop;
-    s->arrival_s = spec->arrival_s;
     s->context = spec->context_tokens;
     s->final_tokens = spec->final_tokens > spec->context_tokens ? spec->final_tokens : spec->context_tokens;
     s->state = S_ARRIVING;
@@ -1171,8 +1182,6 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     if (sim_at(x->sim, s_to_ps(spec->arrival_s), sess_arrive, s, e)) return e ? e->code : ERR_INVAL;
     return ERR_OK;
 }
-
-void exec_set_horizon(exec_t *x, sim_ps_t t) { x->horizon_ps = t; }
 
 const exec_stats_t *exec_stats(const exec_t *x)
 {
@@ -1187,8 +1196,14 @@ const exec_stats_t *exec_stats(const exec_t *x)
         hist_free(st->session_tps);
         st->session_tps = tps;
     }
-    st->sessions_waiting = 0;
-    for (size_t i = 0; i < x->n_sessions; i++) st->sessions_waiting += x->sessions[i]->state == S_WAIT_MEM;
+    st->sessions_waiting = st->open_slo_ok = st->open_slo_missed = 0;
+    for (size_t i = 0; i < x->n_sessions; i++) {
+        const sess_t *s = x->sessions[i];
+        st->sessions_waiting += s->state == S_WAIT_MEM;
+        int open = s->state == S_ARRIVING ? -1 : open_turn_slo(s, sim_now(x->sim));
+        st->open_slo_ok += open == 1;
+        st->open_slo_missed += open == 0;
+    }
     st->launch_busy_ps = (double)x->shared_ctx.busy_ps;
     st->launch_threads = x->cfg.mode == EXEC_PROCESSES || x->cfg.mode == EXEC_MPS ? (uint32_t)x->n_sessions : 1;
     for (size_t i = 0; i < x->n_sessions; i++)

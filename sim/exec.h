@@ -94,7 +94,8 @@ typedef struct exec_stats {
     hist_t *session_tps;     /* per session: decode tokens / time in decode steps (tokens/s) */
     uint64_t decode_tokens, prefill_tokens, plans, turns_done, sessions_done;
     uint64_t turns_slo_ok;   /* turns meeting slo_ttft_s and slo_turn_tps */
-    uint64_t preemptions, evictions, sessions_rejected;
+    uint64_t open_slo_ok, open_slo_missed; /* turns still running: already decided either way */
+    uint64_t preemptions, evictions;
     uint64_t sessions_waiting; /* waiting for memory now (admission or growth) */
     double first_token_s, last_token_s; /* span over which tokens were produced */
     double *lost_ps;         /* where time went, summed over all plans' ops: one entry per resource,
@@ -130,9 +131,6 @@ void exec_free(exec_t *x);
  * executor from now on (also on error). Errors: ERR_INVAL (gpu out of range, no turns, a turn with
  * no decode tokens, negative think time), ERR_NOMEM. */
 int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e);
-
-/* Stops new turns from starting after time t (the study's duration); running turns finish. */
-void exec_set_horizon(exec_t *x, sim_ps_t t);
 
 /* Results so far (valid until exec_free or the next call). */
 const exec_stats_t *exec_stats(const exec_t *x);

@@ -1,4 +1,5 @@
 #include "traces/trace.h"
+#include "common/version.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -8,9 +9,6 @@
 
 #ifndef ODSIM_VERSION
 #define ODSIM_VERSION "0.0.0"
-#endif
-#ifndef ODSIM_GIT_REV
-#define ODSIM_GIT_REV "unknown"
 #endif
 
 int trace_strset(char **dst, const char *src, err_t *e)
@@ -90,7 +88,7 @@ const char *trace_header_get(const trace_header_t *h, bool report, const char *k
 
 void trace_made_by(char *buf, size_t len, const char *what)
 {
-    snprintf(buf, len, "odsim %s (%s)%s%s", ODSIM_VERSION, ODSIM_GIT_REV, what ? " " : "", what ? what : "");
+    snprintf(buf, len, "odsim %s (%s)%s%s", ODSIM_VERSION, odsim_git_rev, what ? " " : "", what ? what : "");
 }
 
 int trace_header_check(const trace_header_t *h, err_t *e)
