@@ -1,6 +1,6 @@
 /* Probe workloads: a measured kbench case reproduced through the same cost forms and providers as a
  * study. An `op` probe runs one op per plan: a raw transfer built by the cost forms from the row's
- * pieces and region, or the op of that kind from the method's own one-layer plan at the row's
+ * pieces and region, or the ops of that kind from the method's own one-layer plan at the row's
  * context. Layer and session steps are the method's plans without the per-step LM head. */
 #include <stdlib.h>
 #include <string.h>
@@ -50,17 +50,19 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
     return plan_add(out, &op, NULL, 0, NULL, e);
 }
 
-/* The op of the probe's kind from the method's plan of one layer at the probe's context. */
+/* The ops of the probe's kind from the method's plan of one layer at the probe's context, one after
+ * another (kbench times a layer's stage as a whole: its GEMMs are QKV, then O and the MLP). */
 static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = provider_build(pp->inner, sim, gpu, req, &pp->tmp, e);
     if (rc) return rc;
-    for (uint32_t i = 0; i < pp->tmp.n_ops; i++) {
+    for (uint32_t i = 0; i < pp->tmp.n_ops && !rc; i++) {
         plan_op_t op = pp->tmp.ops[i];
         if (op.kind != pp->kind) continue;
-        op.n_deps = 0;
-        return plan_add(out, &op, NULL, 0, NULL, e);
+        uint32_t prev = out->n_ops - 1;
+        rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
     }
+    if (rc || out->n_ops) return rc;
     return err_set(e, ERR_INVAL, "probe: the %s plan at %llu tokens has no '%s' op (variant '%s')",
                    method_names[method_cfg(provider_method(pp->inner))->method],
                    (unsigned long long)req->context_tokens, opkind_name(pp->kind), pp->pb.variant);

@@ -113,12 +113,16 @@ static const cfg_param_t cnode_params[] = {
 typedef struct cprofile {
     const char *profile, *hardware;
     const cfg_node_t *params;
+    const cfg_node_t *sources, *residuals, *notes; /* provenance kept in the file, not used here */
 } cprofile_t;
 
 static const cfg_param_t cprofile_params[] = {
     {"profile", CFG_T_STRING, offsetof(cprofile_t, profile), "", 1, 0, NULL, "profile name"},
     {"hardware", CFG_T_STRING, offsetof(cprofile_t, hardware), "", 1, 0, NULL, "what it was measured on"},
     {"params", CFG_T_NODE, offsetof(cprofile_t, params), NULL, 1, 0, NULL, "map of name to parameter"},
+    {"sources", CFG_T_NODE, offsetof(cprofile_t, sources), NULL, 1, 0, NULL, "fit provenance: files, hashes, device (odsim fit)"},
+    {"residuals", CFG_T_NODE, offsetof(cprofile_t, residuals), NULL, 1, 0, NULL, "fit residuals per group (odsim fit)"},
+    {"notes", CFG_T_NODE, offsetof(cprofile_t, notes), NULL, 1, 0, NULL, "what the fit could not determine (odsim fit)"},
 };
 
 static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)

@@ -1,0 +1,268 @@
+/* odsim validate — predicts every held-out measured case through the study assembly (the same
+ * scenario → providers → engine path as `odsim run`) and compares p50, p99 and throughput with the
+ * measurement, per case and per group (validation/compare.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cmd.h"
+#include "cli/study.h"
+#include "common/atomicio.h"
+#include "common/cfg.h"
+#include "models/calib.h"
+#include "models/opkind.h"
+#include "validation/compare.h"
+#include "validation/heldout.h"
+#include "validation/kbcsv.h"
+#include "validation/probe.h"
+#include "validation/vreport.h"
+
+static const char validate_usage[] =
+    "usage: odsim validate DATA_DIR [--calib FILE] [--json] [--out DIR] [options]\n"
+    "\n"
+    "Predicts every held-out case of DATA_DIR's kbench CSVs (validation/heldout.yaml: whole steps,\n"
+    "concurrent sessions, runs at n > 256K) through the study assembly, and compares the predicted\n"
+    "p50, p99 and throughput with the measured ones (error %, measured p10..p90 spread), with a\n"
+    "summary per group (median and max absolute error). Predictions that used a calibration\n"
+    "parameter outside its fitted range, or an assumed one, are flagged.\n"
+    "\n"
+    "  --calib FILE     calibration profile (default models/calib/<device>.yaml)\n"
+    "  --json           print the report as JSON instead of the text table\n"
+    "  --out DIR        also write DIR/validate.{txt,json,csv} and the predicted-vs-measured plot\n"
+    "                   DIR/validate.{svg,png} (gnuplot)\n"
+    "  --heldout FILE   the held-out rule (default validation/heldout.yaml)\n"
+    "  --device NAME    the device the CSV headers must name (default: DATA_DIR's basename)\n"
+    "  --box NAME       box preset of the measured machine (default h200-1)\n"
+    "  --group NAME     only the held-out groups whose name starts with NAME\n"
+    "  --max N          at most N cases (0: all)\n"
+    "\n"
+    "Exit status: 0 when every case was predicted, 1 when some prediction failed (the report says\n"
+    "which and why), 2 bad usage.\n";
+
+typedef struct val_args {
+    const char *dir, *calib, *heldout, *device, *box, *out, *group;
+    int json;
+    long max;
+} val_args_t;
+
+static int validate_main(int argc, char **argv);
+
+const cmd_t cmd_validate = {"validate", "predict held-out measured cases and report the errors", validate_usage,
+                            validate_main};
+
+static int parse_args(int argc, char **argv, val_args_t *a)
+{
+    *a = (val_args_t){.heldout = "validation/heldout.yaml", .box = "h200-1"};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char *maxs = NULL;
+        const char **dst = !strcmp(s, "--calib")     ? &a->calib
+                           : !strcmp(s, "--heldout") ? &a->heldout
+                           : !strcmp(s, "--device")  ? &a->device
+                           : !strcmp(s, "--box")     ? &a->box
+                           : !strcmp(s, "--out")     ? &a->out
+                           : !strcmp(s, "--group")   ? &a->group
+                           : !strcmp(s, "--max")     ? &maxs
+                                                     : NULL;
+        if (dst) {
+            if (i + 1 >= argc) return cmd_usage_error(&cmd_validate, "%s needs a value", s);
+            *dst = argv[++i];
+            if (maxs) {
+                char *end;
+                a->max = strtol(maxs, &end, 10);
+                if (*end || a->max < 0) return cmd_usage_error(&cmd_validate, "--max wants a count, not '%s'", maxs);
+            }
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
+        } else if (s[0] == '-') {
+            return cmd_usage_error(&cmd_validate, "unknown option '%s'", s);
+        } else if (!a->dir) {
+            a->dir = s;
+        } else {
+            return cmd_usage_error(&cmd_validate, "one DATA_DIR only ('%s')", s);
+        }
+    }
+    if (!a->dir) return cmd_usage_error(&cmd_validate, "DATA_DIR is missing");
+    return 0;
+}
+
+/* A prediction already made for the same scenario (the name line aside): concurrent sessions'
+ * rows share their configuration's simulation. */
+typedef struct pcache {
+    char *key;
+    study_result_t *res;
+} pcache_t;
+
+typedef struct run_ctx {
+    const val_args_t *a;
+    const char *calib;
+    pcache_t *cache;
+    size_t n_cache;
+    uint64_t calib_hash;
+} run_ctx_t;
+
+/* Runs (or finds) the study for scenario yaml. *res is owned by the cache. */
+static int predict(run_ctx_t *x, const char *yaml, const study_result_t **res, err_t *e)
+{
+    const char *key = strchr(yaml, '\n');
+    key = key ? key + 1 : yaml;
+    for (size_t i = 0; i < x->n_cache; i++)
+        if (!strcmp(x->cache[i].key, key)) {
+            *res = x->cache[i].res;
+            return ERR_OK;
+        }
+    cfg_doc_t *doc = NULL;
+    int rc = cfg_parse_string("validate-probe.yaml", yaml, strlen(yaml), &doc, e);
+    if (rc) return rc;
+    study_t *s = NULL;
+    rc = study_open_doc(doc, "validate-probe", &s, e);
+    study_result_t *r = NULL;
+    if (!rc) {
+        if (study_n_points(s) != 1) rc = err_set(e, ERR_INVAL, "a probe scenario must have one point");
+        study_opts_t opts = {.replications = 1};
+        if (!rc) rc = study_run(s, 0, &opts, &r, e);
+    }
+    study_free(s);
+    if (rc) return rc;
+    pcache_t *nc = realloc(x->cache, (x->n_cache + 1) * sizeof *nc);
+    size_t klen = strlen(key) + 1;
+    char *k = nc ? malloc(klen) : NULL;
+    if (!k) {
+        if (nc) x->cache = nc;
+        study_result_free(r);
+        return err_set(e, ERR_NOMEM, "validate: out of memory");
+    }
+    memcpy(k, key, klen);
+    x->cache = nc;
+    x->cache[x->n_cache++] = (pcache_t){k, r};
+    if (!x->calib_hash) x->calib_hash = r->calib_hash;
+    *res = r;
+    return ERR_OK;
+}
+
+/* Predicted p50, p99 (µs) and throughput of row r from its study result. Throughput is compared
+ * only where kbench measured it independently of the step time: concurrent sessions (steps per
+ * second of a session, or of all sessions for the aggregate row). */
+static cmp_pred_t pred_of(const kbrow_t *r, const study_result_t *res)
+{
+    cmp_pred_t p = {res->step_p50_s.mean * 1e6, res->step_p99_s.mean * 1e6, NAN};
+    if (r->op == OPKIND_SESSION_STEP)
+        p.tput_per_s = isnan(r->concurrent_id) ? res->tps_total.mean : res->tps_session_mean.mean;
+    return p;
+}
+
+static int make_dir(const char *dir, err_t *e)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST) return err_set(e, ERR_IO, "%s: cannot create directory", dir);
+    return ERR_OK;
+}
+
+static int write_outputs(const val_args_t *a, const cmp_t *c, const vreport_info_t *info, err_t *e)
+{
+    char path[4096];
+    int rc = make_dir(a->out, e);
+    char *json = NULL;
+    if (!rc) rc = vreport_json(c, info, &json, e);
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/validate.json", a->out);
+        rc = atomicio_write(path, json, strlen(json), e);
+    }
+    free(json);
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/validate.csv", a->out);
+        rc = vreport_csv(path, c, info, e);
+    }
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/validate.txt", a->out);
+        atomicio_t *f = NULL;
+        rc = atomicio_open(path, &f, e);
+        if (!rc) {
+            vreport_text(atomicio_file(f), c, info);
+            rc = atomicio_commit(f, e);
+        }
+    }
+    char note[1024];
+    if (!rc) rc = vreport_plot(a->out, c, note, sizeof note, e);
+    if (!rc && *note) fprintf(stderr, "odsim validate: %s\n", note);
+    return rc;
+}
+
+static int validate_main(int argc, char **argv)
+{
+    val_args_t a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc;
+    err_t e;
+    err_clear(&e);
+    heldout_t *ho = NULL;
+    kbset_t *set = NULL;
+    cmp_t *cmp = NULL;
+    int st = heldout_load(a.heldout, &ho, &e);
+    if (!st) st = kbset_load_dir(a.dir, a.device, &set, &e);
+    if (!st && !kbset_n_files(set)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.dir);
+    if (!st) st = cmp_new(&cmp, &e);
+    char calib_default[512];
+    if (!st) snprintf(calib_default, sizeof calib_default, "models/calib/%s.yaml", kbset_device(set));
+    run_ctx_t x = {&a, a.calib ? a.calib : calib_default, NULL, 0, 0};
+    size_t n_failed = 0, n_done = 0;
+    for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
+        const kbrow_t *r = kbset_row(set, i);
+        char group[128];
+        if (heldout_classify(ho, r, group, sizeof group) != HELDOUT_HELD) continue;
+        if (a.group && strncmp(group, a.group, strlen(a.group))) continue;
+        if (a.max && (long)n_done >= a.max) break;
+        n_done++;
+        char *yaml = NULL;
+        st = probe_scenario(r, a.box, x.calib, &yaml, &e);
+        if (st) break;
+        const study_result_t *res = NULL;
+        err_t pe;
+        err_clear(&pe);
+        int prc = predict(&x, yaml, &res, &pe);
+        if (prc == ERR_NOMEM) {
+            free(yaml);
+            st = err_set(&e, ERR_NOMEM, "%s", pe.msg);
+            break;
+        }
+        if (prc) {
+            n_failed++;
+            st = cmp_add(cmp, group, r, NULL, pe.msg, NULL, yaml, &e);
+        } else {
+            cmp_pred_t p = pred_of(r, res);
+            st = cmp_add(cmp, group, r, &p, NULL, res->flags, yaml, &e);
+        }
+        free(yaml);
+    }
+    if (!st && !cmp_n_cases(cmp)) st = err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
+    if (!st) {
+        vreport_info_t info = {a.dir, x.calib, a.heldout, x.calib_hash, heldout_hash(ho)};
+        if (a.json) {
+            char *json = NULL;
+            st = vreport_json(cmp, &info, &json, &e);
+            if (!st) puts(json);
+            free(json);
+        } else {
+            vreport_text(stdout, cmp, &info);
+            char why[512];
+            if (cmp_within(cmp, 5, 15, why, sizeof why))
+                printf("\nissue targets (<= 5%% median, <= 15%% max |error| per held-out group): met\n");
+            else
+                printf("\nissue targets (<= 5%% median, <= 15%% max |error| per held-out group): not met (first: %s)\n", why);
+        }
+        if (!st && a.out) st = write_outputs(&a, cmp, &info, &e);
+    }
+    for (size_t i = 0; i < x.n_cache; i++) {
+        free(x.cache[i].key);
+        study_result_free(x.cache[i].res);
+    }
+    free(x.cache);
+    cmp_free(cmp);
+    kbset_free(set);
+    heldout_free(ho);
+    if (st) return cmd_fail("validate", "%s", e.msg);
+    if (n_failed) return cmd_fail("validate", "%zu of %zu held-out cases could not be predicted (see the report)", n_failed, n_done);
+    return 0;
+}

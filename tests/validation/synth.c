@@ -1,0 +1,299 @@
+#include "tests/validation/synth.h"
+
+#include <dirent.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+
+static const char columns[] =
+    "suite,op,variant,n_tokens,heads,bits,k,batch,piece_bytes,region_bytes,pieces,blocks,allocator,"
+    "streams,procs,policy,placement,layout,bytes_moved,reps,t_med_us,t_p10_us,t_p90_us,t_p99_us,"
+    "per_s,gbps,method,model,concurrent_id,t_mean_us\n";
+
+void synth_default(synth_truth_t *t)
+{
+    *t = (synth_truth_t){.ce_latency_us = 4.9, .h2d_GBps = 55.3, .d2h_GBps = 53.1, .duplex_GBps = 97.9,
+                         .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
+                         .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
+                         .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
+                         .kernel_mem_eff = 0.85, .topk_passes = 3, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .launch_us = 2.5, .graph_launch_us = 8,
+                         .hbm_GBps = 4800};
+}
+
+typedef struct out {
+    FILE *fp;
+    gsl_rng *rng;
+    double noise;
+    double flops;   /* > 0: per_s is FLOP/s (kbench's gemm rows) */
+} out_t;
+
+static double jitter(out_t *o, double t) { return t * (1 + o->noise * gsl_ran_gaussian(o->rng, 1.0)); }
+
+/* One row; numbers < 0 are written empty. */
+static void row(out_t *o, const char *suite, const char *op, const char *variant, double n_tokens, double batch,
+                double piece, double region, double pieces, double blocks, const char *policy, double bytes,
+                double t_us, double cid, const char *method, double streams, double procs)
+{
+    double t = jitter(o, t_us);
+    FILE *f = o->fp;
+    fprintf(f, "%s,%s,%s,", suite, op, variant);
+#define N(v) ((v) >= 0 ? fprintf(f, "%.0f,", (double)(v)) : fprintf(f, ","))
+    N(n_tokens);
+    N(n_tokens >= 0 ? 8 : -1);
+    fprintf(f, ",,");
+    N(batch);
+    N(piece);
+    N(region);
+    N(pieces);
+    N(blocks);
+    fprintf(f, "hostalloc,");
+    N(streams);
+    N(procs);
+    fprintf(f, "%s,%s,,", policy, strcmp(suite, "kernels") ? "host" : "hbm");
+    N(bytes);
+    fprintf(f, "20,%.3f,%.3f,%.3f,%.3f,", t, t * 0.98, t * 1.03, t * 1.08);
+    if (o->flops > 0) fprintf(f, "%.8g,", o->flops / (t * 1e-6));
+    else if (pieces > 0) fprintf(f, "%.6g,", pieces / (t * 1e-6));
+    else fprintf(f, ",");
+    if (bytes > 0) fprintf(f, "%.3f,", bytes / (t * 1e3));
+    else fprintf(f, ",");
+    fprintf(f, "%s,qwen3-8b,", method);
+    if (cid >= 0) fprintf(f, "%.0f", cid);
+    fprintf(f, ",%.3f\n", t);
+#undef N
+}
+
+static FILE *open_csv(const char *dir, const char *name, const char *suite, const char *device)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    if (!fp) return NULL;
+    fprintf(fp, "# suite: %s\n# device: %s\n# driver: 580.65 (synthetic)\n# cuda: runtime 13.0\n"
+                "# pcie: 32.0 GT/s PCIe x16\n# virtualisation: synthetic (test)\n# kbench: 0.1.0\n"
+                "# commit: test\n# date: 2026-11-29T00:00:00Z\n%s",
+            suite, device, columns);
+    return fp;
+}
+
+static double rows_at(const synth_truth_t *t, double region)
+{
+    static const double kb[4] = {0.25 * GIB, 1 * GIB, 4 * GIB, 16 * GIB};
+    if (region <= kb[0]) return t->rows_Mps[0] * 1e6;
+    if (region >= kb[3]) return t->rows_Mps[3] * 1e6;
+    int k = 0;
+    while (k < 2 && region > kb[k + 1]) k++;
+    double x = log(region / kb[k]) / log(4.0);
+    return exp(log(t->rows_Mps[k]) + x * (log(t->rows_Mps[k + 1]) - log(t->rows_Mps[k]))) * 1e6;
+}
+
+/* GB/s of a gather alone. */
+static double gather_cap(const synth_truth_t *t, double piece, double region, double blocks)
+{
+    return fmin(fmin(t->gather_peak_GBps, blocks * t->gather_block_GBps), rows_at(t, region) * piece * 1e-9);
+}
+
+/* Completion times (µs from the common start, latencies added) of two flows that share: rates
+ * r1, r2 while both run, then the survivor at its alone rate a1 or a2. */
+static void two_phase(double b1, double r1, double a1, double l1, double b2, double r2, double a2, double l2,
+                      double *t1, double *t2)
+{
+    double f1 = b1 / r1, f2 = b2 / r2;   /* bytes per (GB/s) = ns; convert below */
+    if (f1 <= f2) {
+        *t1 = f1;
+        *t2 = f1 + (b2 - r2 * f1) / a2;
+    } else {
+        *t2 = f2;
+        *t1 = f2 + (b1 - r1 * f2) / a1;
+    }
+    *t1 = *t1 * 1e-3 + l1;
+    *t2 = *t2 * 1e-3 + l2;
+}
+
+int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
+                    unsigned long seed)
+{
+    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0};
+    if (!o.rng) return -1;
+    gsl_rng_set(o.rng, seed);
+    o.fp = open_csv(dir, "link.csv", "link", device);
+    if (!o.fp) {
+        gsl_rng_free(o.rng);
+        return -1;
+    }
+    /* CE copies by size, both directions. */
+    for (int dir_ = 0; dir_ < 2; dir_++)
+        for (double sz = 4096; sz <= GIB; sz *= 2) {
+            double bw = dir_ ? t->d2h_GBps : t->h2d_GBps;
+            row(&o, "link", dir_ ? "d2h_copy" : "h2d_copy", "single", -1, -1, sz, -1, 1, -1, "alone", sz,
+                t->ce_latency_us + sz / (bw * 1e3), -1, "", 1, -1);
+        }
+    /* Duplex pairs. */
+    double dsz[3] = {4 * MIB, 64 * MIB, 256 * MIB};
+    for (int i = 0; i < 3; i++) {
+        double tt = t->ce_latency_us + 2 * dsz[i] / (t->duplex_GBps * 1e3);
+        row(&o, "link", "h2d_copy", "duplex", -1, -1, dsz[i], -1, 1, -1, "mix:h2d+d2h", dsz[i], tt, 0, "", 2, -1);
+        row(&o, "link", "d2h_copy", "duplex", -1, -1, dsz[i], -1, 1, -1, "mix:h2d+d2h", dsz[i], tt, 1, "", 2, -1);
+    }
+    /* 2D copies and batched copies. */
+    for (double w = 64; w <= 128 * 1024; w *= 2) {
+        double rows_ = 64 * MIB / w;
+        row(&o, "link", "h2d_copy2d", "spitch4", -1, -1, w, 4 * 64 * MIB, rows_, -1, "alone", 64 * MIB,
+            t->ce_latency_us + rows_ * t->ce2d_row_ns * 1e-3 + 64 * MIB / (t->h2d_GBps * 1e3), -1, "", 1, -1);
+    }
+    for (double p = 64; p <= 128 * 1024; p *= 2) {
+        double cnt = fmin(64 * MIB / p, 8192);
+        row(&o, "link", "h2d_batch", "random", -1, -1, p, 256 * MIB, cnt, -1, "alone", cnt * p,
+            t->ce_latency_us + cnt * t->cebatch_piece_us + cnt * p / (t->h2d_GBps * 1e3), -1, "", 1, -1);
+    }
+    /* SM gathers: the grid, then the blocks sweep. */
+    double payload = 64 * MIB;
+    for (double region = 256 * MIB; region <= 16 * GIB; region *= 4)
+        for (double p = 64; p <= 128 * 1024; p *= 2)
+            row(&o, "link", "sm_gather", "v2", -1, -1, p, region, payload / p, 528, "alone", payload,
+                t->gather_latency_us + payload / (gather_cap(t, p, region, 528) * 1e3), -1, "", 1, -1);
+    double bl[9] = {4, 8, 16, 33, 66, 132, 264, 528, 1056}, pcs[4] = {256, 512, 2048, 16384};
+    double regs[2] = {256 * MIB, 4 * GIB};
+    for (int ri = 0; ri < 2; ri++)
+        for (int pi = 0; pi < 4; pi++)
+            for (int bi = 0; bi < 9; bi++)
+                row(&o, "link", "sm_gather", "v2", -1, -1, pcs[pi], regs[ri], payload / pcs[pi], bl[bi], "alone",
+                    payload, t->gather_latency_us + payload / (gather_cap(t, pcs[pi], regs[ri], bl[bi]) * 1e3), -1,
+                    "", 1, -1);
+    /* Mixes: copy + gather and gather + D2H, for 512 B rows over 256 MiB and 256 B over 1 GiB. */
+    double big = 256 * MIB;
+    double gp[2] = {512, 256}, gr[2] = {256 * MIB, GIB};
+    for (int gi = 0; gi < 2; gi++) {
+        double G = gather_cap(t, gp[gi], gr[gi], 528);
+        double w = t->gather_weight;
+        double rg = fmin(G, t->h2d_GBps * w / (w + 1)), rc = t->h2d_GBps - rg;
+        double tc, tg;
+        two_phase(big, rc, t->h2d_GBps, t->ce_latency_us, big, rg, G, t->gather_latency_us, &tc, &tg);
+        row(&o, "link", "h2d_copy", "mix_copy_gather", -1, -1, big, -1, 1, -1, "mix:copy+gather", big, tc, 0, "", 2, -1);
+        row(&o, "link", "sm_gather", "mix_copy_gather", -1, -1, gp[gi], gr[gi], big / gp[gi], 528, "mix:copy+gather",
+            big, tg, 1, "", 2, -1);
+        double lam = t->duplex_GBps / (t->gather_duplex_coef * w + 1);
+        double rg2 = w * lam, rd = lam;
+        if (rg2 > G) {
+            rg2 = G;
+            rd = t->duplex_GBps - t->gather_duplex_coef * G;
+        }
+        rd = fmin(rd, t->d2h_GBps);
+        double tg2, td;
+        two_phase(big, rg2, G, t->gather_latency_us, big, rd, t->d2h_GBps, t->ce_latency_us, &tg2, &td);
+        row(&o, "link", "sm_gather", "mix_gather_d2h", -1, -1, gp[gi], gr[gi], big / gp[gi], 528, "mix:gather+d2h",
+            big, tg2, 0, "", 2, -1);
+        row(&o, "link", "d2h_copy", "mix_gather_d2h", -1, -1, big, -1, 1, -1, "mix:gather+d2h", big, td, 1, "", 2, -1);
+    }
+    int bad = fclose(o.fp) != 0;
+    /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
+    o.fp = open_csv(dir, "kernels.csv", "kernels", device);
+    if (!o.fp) {
+        gsl_rng_free(o.rng);
+        return -1;
+    }
+    double hbm = t->hbm_GBps * 1e3 * t->kernel_mem_eff;  /* bytes/us */
+    static const char *const ops[3] = {"scan", "attn_dense", "quantize"};
+    static const double bpt[3] = {68, 256 * 36, 64};     /* bytes per token (arbitrary, distinct) */
+    for (int k = 0; k < 3; k++)
+        for (double n = 4096; n <= 1048576; n *= 2) {
+            double b = n * bpt[k] * 8;
+            row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
+        }
+    for (double n = 4096; n <= 1048576; n *= 2) {
+        double sb = n * 4 * 8;   /* fp32 scores of 8 heads, read topk_passes times */
+        row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", sb * (t->topk_passes + 1),
+            t->kernel_latency_us + t->topk_passes * sb / hbm, -1, "fathom", 1, -1);
+    }
+    double peak = 989e12 * t->gemm_compute_eff;
+    static const char *const shapes[3] = {"o", "qkv", "mlp"};
+    for (int sh = 0; sh < 3; sh++)
+        for (double bsz = 1; bsz <= 256; bsz *= 2) {
+            double W = 2 * 6.9e9 / 36 * (sh == 0 ? 0.25 : sh == 1 ? 1 : 4);
+            double b = W + bsz * 2 * 4096 * 6;
+            o.flops = bsz * W;  /* 2 FLOPs per parameter per token, 2 bytes per parameter */
+            row(&o, "kernels", "gemm", shapes[sh], -1, bsz, -1, -1, -1, -1, "alone", b,
+                t->gemm_latency_us + fmax(b / (t->hbm_GBps * 1e3 * t->gemm_mem_eff), o.flops / peak * 1e6), -1, "", 1, -1);
+            o.flops = 0;
+        }
+    for (int i = 0; i < 20; i++)
+        row(&o, "kernels", "launch", "host_enqueue", -1, -1, -1, -1, 1, -1, "alone", -1, t->launch_us, -1, "", 1, -1);
+    row(&o, "kernels", "launch", "empty_b2b", -1, -1, -1, -1, 100, -1, "alone", -1, 100 * 1.2, -1, "", 1, -1);
+    static const double nodes_v[6] = {1, 2, 5, 10, 30, 100};
+    for (int ni = 0; ni < 6; ni++) {
+        double nodes = nodes_v[ni];
+        row(&o, "kernels", "graph_replay", "empty_nodes", -1, -1, -1, -1, nodes, -1, "alone", -1,
+            t->graph_launch_us + nodes * 1.1, -1, "", 1, -1);
+    }
+    bad |= fclose(o.fp) != 0;
+    /* Held out: whole layer steps and concurrent sessions. */
+    o.fp = open_csv(dir, "step.csv", "step", device);
+    if (!o.fp) {
+        gsl_rng_free(o.rng);
+        return -1;
+    }
+    for (double n = 65536; n <= 1048576; n *= 4)
+        row(&o, "step", "layer_step", "", n, -1, -1, -1, -1, -1, "alone", n * 100, 50 + n * 1e-3, -1, "fathom", 1, -1);
+    bad |= fclose(o.fp) != 0;
+    o.fp = open_csv(dir, "concurrency.csv", "concurrency", device);
+    if (!o.fp) {
+        gsl_rng_free(o.rng);
+        return -1;
+    }
+    for (int s = 1; s <= 4; s *= 2) {
+        row(&o, "concurrency", "session_step", "", 262144, -1, -1, -1, -1, -1, "streams", -1, 400.0 * s, -1, "fathom", s, 1);
+        row(&o, "concurrency", "session_step", "", 262144, -1, -1, -1, -1, -1, "processes", -1, 450.0 * s, -1, "fathom", 1, s);
+    }
+    bad |= fclose(o.fp) != 0;
+    gsl_rng_free(o.rng);
+    return bad ? -1 : 0;
+}
+
+char *synth_tmpdir(const char *leaf)
+{
+    const char *tmp = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/odsim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(tmpl)) return NULL;
+    size_t n = strlen(tmpl) + strlen(leaf) + 2;
+    char *p = malloc(n);
+    if (!p) return NULL;
+    snprintf(p, n, "%s/%s", tmpl, leaf);
+    if (mkdir(p, 0700)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void synth_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        char path[4096];
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash) {
+        *slash = '\0';
+        rmdir(parent);
+    }
+}

@@ -1,0 +1,29 @@
+/* synth — synthetic kbench CSVs with a known ground truth, for the fitter's tests. */
+#ifndef ODSIM_TESTS_VALIDATION_SYNTH_H
+#define ODSIM_TESTS_VALIDATION_SYNTH_H
+
+typedef struct synth_truth {
+    double ce_latency_us, h2d_GBps, d2h_GBps, duplex_GBps, ce2d_row_ns, cebatch_piece_us;
+    double gather_latency_us, gather_peak_GBps, gather_block_GBps, rows_Mps[4];
+    double gather_weight, gather_duplex_coef;
+    double kernel_latency_us, kernel_mem_eff, topk_passes, gemm_latency_us, gemm_mem_eff, gemm_compute_eff, launch_us;
+    double graph_launch_us;
+    double hbm_GBps;
+} synth_truth_t;
+
+/* The DESIGN.md H200 numbers. */
+void synth_default(synth_truth_t *t);
+
+/* Writes link.csv and kernels.csv (fit set, plus kernels rows at n > 256K) and step.csv and
+ * concurrency.csv (held out) into dir, times multiplied by (1 + noise_rel·N(0,1)) from a GSL RNG
+ * seeded with seed. `device` is the `# device:` header. Returns 0 or -1 (I/O). */
+int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
+                    unsigned long seed);
+
+/* A fresh temporary directory `<tmp>/odsim-XXXXXX/<leaf>` (created); caller frees the path. */
+char *synth_tmpdir(const char *leaf);
+
+/* Removes a directory made by synth_tmpdir with its files (one level). */
+void synth_rmdir(const char *dir);
+
+#endif

@@ -1,0 +1,51 @@
+/* Predicted-vs-measured statistics: error signs, pooled medians and maxima, failed cases. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "validation/compare.h"
+
+static kbrow_t mk(double p50, double p99, double per_s)
+{
+    kbrow_t r;
+    memset(&r, 0, sizeof r);
+    r.file = "x.csv";
+    r.op_name = "layer_step";
+    r.t_med_us = p50;
+    r.t_p99_us = p99;
+    r.t_p10_us = r.t_p90_us = NAN;
+    r.per_s = per_s;
+    return r;
+}
+
+Test(compare, errors_and_group_summaries)
+{
+    cmp_t *c = NULL;
+    err_t e;
+    cr_assert_eq(cmp_new(&c, &e), 0);
+    kbrow_t a = mk(100, 200, NAN), b = mk(100, 100, 10), d = mk(50, 60, NAN);
+    cmp_pred_t pa = {110, 190, NAN}, pb = {97, 100, 12};
+    cr_assert_eq(cmp_add(c, "step", &a, &pa, NULL, "", "s", &e), 0);
+    cr_assert_eq(cmp_add(c, "step", &b, &pb, NULL, "x\n", "s", &e), 0);
+    cr_assert_eq(cmp_add(c, "other", &d, NULL, "boom", NULL, "s", &e), 0);
+    const cmp_case_t *ca = cmp_case_at(c, 0);
+    cr_assert_float_eq(ca->err_p50_pct, 10, 1e-9);
+    cr_assert_float_eq(ca->err_p99_pct, -5, 1e-9);
+    cr_assert(isnan(ca->err_tput_pct));
+    cr_assert_eq(cmp_n_groups(c), 2);
+    const cmp_group_t *g = cmp_group_at(c, 0);
+    cr_assert_str_eq(g->name, "step");
+    /* pooled |errors|: 10, 5, 3, 0, 20 → median 5, max 20 */
+    cr_assert_eq(g->all.n, 5);
+    cr_assert_float_eq(g->all.median_abs_err_pct, 5, 1e-9);
+    cr_assert_float_eq(g->all.max_abs_err_pct, 20, 1e-9);
+    cr_assert_float_eq(g->p50.median_abs_err_pct, 6.5, 1e-9);
+    cr_assert_eq(g->n_flagged, 1);
+    g = cmp_group_at(c, 1);
+    cr_assert_eq(g->n_failed, 1);
+    cr_assert(isnan(g->all.median_abs_err_pct));
+    char why[256];
+    cr_assert_not(cmp_within(c, 5, 15, why, sizeof why));
+    cr_assert(strstr(why, "step") && strstr(why, "max 20.00%"), "%s", why);
+    cmp_free(c);
+}

@@ -1,0 +1,103 @@
+/* The scenario of a held-out case: kbench's names mapped to odsim's, and valid YAML. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cfg.h"
+#include "models/opkind.h"
+#include "validation/probe.h"
+
+static kbrow_t blank(void)
+{
+    kbrow_t r;
+    memset(&r, 0, sizeof r);
+    r.file = "validation/data/h200/step.csv";
+    r.line = 12;
+    r.suite = r.variant = r.allocator = r.policy = r.placement = r.layout = r.method = r.model = "";
+    double *nums[] = {&r.n_tokens, &r.heads, &r.bits, &r.k, &r.batch, &r.piece_bytes, &r.region_bytes, &r.pieces,
+                      &r.blocks, &r.streams, &r.procs, &r.bytes_moved, &r.reps, &r.concurrent_id};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) *nums[i] = NAN;
+    return r;
+}
+
+static char *scenario_of(const kbrow_t *r)
+{
+    char *y = NULL;
+    err_t e;
+    cr_assert_eq(probe_scenario(r, "h200-1", "models/calib/h200.yaml", &y, &e), 0, "%s", e.msg);
+    cfg_doc_t *d = NULL;
+    cr_assert_eq(cfg_parse_string("probe.yaml", y, strlen(y), &d, &e), 0, "%s\n%s", e.msg, y);
+    cfg_free(d);
+    return y;
+}
+
+Test(probe, layer_step_of_a_kbench_method)
+{
+    kbrow_t r = blank();
+    r.suite = "step";
+    r.op_name = "layer_step";
+    r.op = OPKIND_LAYER_STEP;
+    r.method = r.variant = "pertoken136";
+    r.bits = 136;
+    r.k = 2048;
+    r.n_tokens = 1048576;
+    r.heads = 8;
+    r.placement = "hbm_all";
+    r.layout = "interleaved;tail=1024";
+    r.policy = "fetch:ce";
+    r.model = "qwen3-8b";
+    r.reps = 30;
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", placement: \"hbm\", index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "what: layer_step"), "%s", y);
+    cr_assert(strstr(y, "n_tokens: 1048576"), "%s", y);
+    cr_assert(strstr(y, "placement: \"hbm_all\""), "%s", y);
+    cr_assert(strstr(y, "steps: 30"), "%s", y);
+    cr_assert(strstr(y, "replications: 1"), "%s", y);
+    cr_assert_null(strstr(y, "serving:"), "%s", y);
+    free(y);
+}
+
+Test(probe, concurrent_sessions_and_landmark_pages)
+{
+    kbrow_t r = blank();
+    r.suite = "concurrency";
+    r.op_name = "session_step";
+    r.op = OPKIND_SESSION_STEP;
+    r.method = "landmark16";
+    r.bits = 256;
+    r.k = 2048;
+    r.policy = "procs:4";
+    r.procs = 4;
+    r.streams = 1;
+    r.reps = 5000;
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"landmark\", k: 2048, page: 16}"), "%s", y);
+    cr_assert(strstr(y, "serving: {mode: processes}"), "%s", y);
+    cr_assert(strstr(y, "sessions: 4"), "%s", y);
+    cr_assert(strstr(y, "steps: 200"), "%s", y);
+    cr_assert(strstr(y, "what: session_step"), "%s", y);
+    free(y);
+    r.policy = "streams:8";
+    r.streams = 8;
+    r.procs = 1;
+    y = scenario_of(&r);
+    cr_assert(strstr(y, "serving: {mode: streams}") && strstr(y, "sessions: 8"), "%s", y);
+    free(y);
+}
+
+Test(probe, dense_with_kv_in_hbm_is_all_window)
+{
+    kbrow_t r = blank();
+    r.suite = "step";
+    r.op_name = "layer_step";
+    r.op = OPKIND_LAYER_STEP;
+    r.method = "dense";
+    r.n_tokens = 131072;
+    r.placement = "hbm_all";
+    r.policy = "fetch:none";
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"dense\", window: 131072}"), "%s", y);
+    free(y);
+}

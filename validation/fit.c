@@ -1,0 +1,1258 @@
+#include "validation/fit.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/hwcat.h"
+#include "models/opkind.h"
+#include "validation/lsq.h"
+
+#define FIT_MAX_ITER 200
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const double knot_bytes[4] = {0.25 * GIB, 1 * GIB, 4 * GIB, 16 * GIB};
+static const char *const knot_names[4] = {"gather_rows_Mps_256MiB", "gather_rows_Mps_1GiB",
+                                          "gather_rows_Mps_4GiB", "gather_rows_Mps_16GiB"};
+
+typedef struct sel {
+    const kbrow_t **v;
+    size_t n, cap;
+} sel_t;
+
+struct fit {
+    fit_param_t *p;
+    size_t n_p;
+    fit_resid_t *r;
+    size_t n_r;
+    char **notes;
+    size_t n_notes;
+    fit_point_t *pts;
+    size_t n_pts;
+    size_t n_fit, n_held, n_unused;
+    int rc_nomem;          /* sticky ERR_NOMEM from the bookkeeping helpers */
+};
+
+/* ---- bookkeeping ----------------------------------------------------------------------------- */
+
+static char *vfmt(const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+static __attribute__((format(printf, 2, 3))) void note(fit_t *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vfmt(fmt, ap);
+    va_end(ap);
+    char **nv = s ? realloc(f->notes, (f->n_notes + 1) * sizeof *nv) : NULL;
+    if (!nv) {
+        free(s);
+        f->rc_nomem = ERR_NOMEM;
+        return;
+    }
+    f->notes = nv;
+    f->notes[f->n_notes++] = s;
+}
+
+static int sel_add(sel_t *s, const kbrow_t *r)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        const kbrow_t **nv = realloc(s->v, cap * sizeof *nv);
+        if (!nv) return ERR_NOMEM;
+        s->v = nv;
+        s->cap = cap;
+    }
+    s->v[s->n++] = r;
+    return ERR_OK;
+}
+
+/* "fitted: a.csv + b.csv rows N (how)". */
+static char *origin_of(const kbrow_t *const *rows, size_t n, const char *how)
+{
+    char files[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) seen = rows[j]->file_index == rows[i]->file_index;
+        if (seen) continue;
+        int k = snprintf(files + used, sizeof files - used, "%s%s", used ? " + " : "", rows[i]->file);
+        if (k < 0 || (size_t)k >= sizeof files - used) break;
+        used += (size_t)k;
+    }
+    size_t len = strlen(files) + strlen(how) + 64;
+    char *s = malloc(len);
+    if (s) snprintf(s, len, "fitted: %s rows %zu (%s)", files, n, how);
+    return s;
+}
+
+/* Adds a fitted parameter; rows/n give its origin. */
+static void put(fit_t *f, const char *name, double value, double se, double lo, double hi,
+                const kbrow_t *const *rows, size_t n, const char *how)
+{
+    fit_param_t *nv = realloc(f->p, (f->n_p + 1) * sizeof *nv);
+    char *origin = origin_of(rows, n, how);
+    size_t nlen = strlen(name) + 1;
+    char *nm = malloc(nlen);
+    if (!nv || !origin || !nm) {
+        if (nv) f->p = nv;
+        free(origin);
+        free(nm);
+        f->rc_nomem = ERR_NOMEM;
+        return;
+    }
+    memcpy(nm, name, nlen);
+    f->p = nv;
+    const char *unit = hwcat_param_unit(name);
+    f->p[f->n_p++] = (fit_param_t){nm, value, se, lo, hi, unit ? unit : "", origin};
+}
+
+/* Adds a residual group from predicted and measured times. */
+static void resid(fit_t *f, const char *name, const double *pred, const double *meas, size_t n)
+{
+    if (!n) return;
+    double ss = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = (pred[i] - meas[i]) / meas[i];
+        ss += r * r;
+        if (fabs(r) > mx) mx = fabs(r);
+    }
+    fit_resid_t *nv = realloc(f->r, (f->n_r + 1) * sizeof *nv);
+    char *nm = NULL;
+    if (nv) {
+        f->r = nv;
+        size_t len = strlen(name) + 1;
+        nm = malloc(len);
+        if (nm) memcpy(nm, name, len);
+    }
+    if (!nv || !nm) {
+        f->rc_nomem = ERR_NOMEM;
+        return;
+    }
+    f->r[f->n_r++] = (fit_resid_t){nm, n, sqrt(ss / (double)n), mx};
+    fit_point_t *np = realloc(f->pts, (f->n_pts + n) * sizeof *np);
+    if (!np) {
+        f->rc_nomem = ERR_NOMEM;
+        return;
+    }
+    f->pts = np;
+    for (size_t i = 0; i < n; i++) f->pts[f->n_pts++] = (fit_point_t){f->n_r - 1, meas[i], pred[i]};
+}
+
+void fit_free(fit_t *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->n_p; i++) {
+        free((char *)f->p[i].name);
+        free((char *)f->p[i].origin);
+    }
+    for (size_t i = 0; i < f->n_r; i++) free((char *)f->r[i].name);
+    for (size_t i = 0; i < f->n_notes; i++) free(f->notes[i]);
+    free(f->p);
+    free(f->r);
+    free(f->notes);
+    free(f->pts);
+    free(f);
+}
+
+size_t fit_n_params(const fit_t *f) { return f->n_p; }
+const fit_param_t *fit_param_at(const fit_t *f, size_t i) { return i < f->n_p ? &f->p[i] : NULL; }
+size_t fit_n_resid(const fit_t *f) { return f->n_r; }
+const fit_resid_t *fit_resid_at(const fit_t *f, size_t i) { return i < f->n_r ? &f->r[i] : NULL; }
+size_t fit_n_notes(const fit_t *f) { return f->n_notes; }
+size_t fit_n_points(const fit_t *f) { return f->n_pts; }
+const fit_point_t *fit_point_at(const fit_t *f, size_t i) { return i < f->n_pts ? &f->pts[i] : NULL; }
+const char *fit_note_at(const fit_t *f, size_t i) { return i < f->n_notes ? f->notes[i] : NULL; }
+
+void fit_row_counts(const fit_t *f, size_t *n_fit, size_t *n_held, size_t *n_unused)
+{
+    *n_fit = f->n_fit;
+    *n_held = f->n_held;
+    *n_unused = f->n_unused;
+}
+
+const fit_param_t *fit_find(const fit_t *f, const char *name)
+{
+    for (size_t i = 0; i < f->n_p; i++)
+        if (!strcmp(f->p[i].name, name)) return &f->p[i];
+    return NULL;
+}
+
+/* The fitted value of name, else the seed's. */
+static int value_of(const fit_t *f, const calib_t *seed, const char *name, double *out, err_t *e)
+{
+    const fit_param_t *p = fit_find(f, name);
+    if (p) {
+        *out = p->value;
+        return ERR_OK;
+    }
+    return calib_get(seed, name, out, e);
+}
+
+static bool is_op(const kbrow_t *r, int kind) { return r->op == kind; }
+static bool alone(const kbrow_t *r) { return isnan(r->concurrent_id) && strncmp(r->policy, "mix:", 4); }
+
+/* The most common value of a text field among rows (NULL when none). */
+static const char *mode_of(const sel_t *s, const char *(*get)(const kbrow_t *))
+{
+    const char *best = NULL;
+    size_t best_n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const char *v = get(s->v[i]);
+        size_t c = 0;
+        for (size_t j = 0; j < s->n; j++) c += !strcmp(get(s->v[j]), v);
+        if (c > best_n) {
+            best_n = c;
+            best = v;
+        }
+    }
+    return best;
+}
+
+static const char *get_alloc(const kbrow_t *r) { return r->allocator; }
+static const char *get_variant(const kbrow_t *r) { return r->variant; }
+
+static void range_of(const sel_t *s, double (*get)(const kbrow_t *), double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t i = 0; i < s->n; i++) {
+        double v = get(s->v[i]);
+        if (isnan(v)) continue;
+        if (v < *lo) *lo = v;
+        if (v > *hi) *hi = v;
+    }
+    if (*lo > *hi) {
+        *lo = 1;
+        *hi = 0;
+    }
+}
+
+static double get_piece(const kbrow_t *r) { return r->piece_bytes; }
+static double get_bytes(const kbrow_t *r) { return r->bytes_moved; }
+static double get_blocks(const kbrow_t *r) { return r->blocks; }
+static double get_batch(const kbrow_t *r) { return r->batch; }
+static double get_pieces(const kbrow_t *r) { return r->pieces; }
+
+/* ---- piecewise fits: log y_i = min_j (θ_j + c_ij) ------------------------------------------ */
+
+/* Fits θ (m ≤ 8 terms) to n rows: alternately assigns each row to its binding term (the argmin)
+ * and sets each θ_j to the mean of y_i − c_ij over its rows. c_ij = −INFINITY... is written as NAN
+ * for a term that does not apply to row i. A term with no rows keeps its start value (the data
+ * bound it only from one side: term_n[j] = 0). Errors: ERR_CONVERGE. */
+static int minfit(const char *what, const double *y, const double *c, size_t n, size_t m, double *theta,
+                  double *theta_se, size_t *term_n, int *assign, err_t *e)
+{
+    for (size_t i = 0; i < n; i++) assign[i] = -1;
+    for (int it = 0; it < FIT_MAX_ITER; it++) {
+        bool changed = false;
+        for (size_t i = 0; i < n; i++) {
+            int best = -1;
+            double bv = INFINITY;
+            for (size_t j = 0; j < m; j++) {
+                double cij = c[i * m + j];
+                if (isnan(cij)) continue;
+                double v = theta[j] + cij;
+                if (v < bv - 1e-12) {
+                    bv = v;
+                    best = (int)j;
+                }
+            }
+            if (best != assign[i]) changed = true;
+            assign[i] = best;
+        }
+        if (!changed && it > 0) {
+            for (size_t j = 0; j < m; j++) {
+                term_n[j] = 0;
+                for (size_t i = 0; i < n; i++) term_n[j] += assign[i] == (int)j;
+                theta_se[j] = 0;
+                if (term_n[j] < 2) continue;
+                double *v = malloc(term_n[j] * sizeof *v);
+                if (!v) return err_set(e, ERR_NOMEM, "fit %s: out of memory", what);
+                size_t k = 0;
+                for (size_t i = 0; i < n; i++)
+                    if (assign[i] == (int)j) v[k++] = y[i] - c[i * m + j];
+                double mean, se;
+                int rc = lsq_mean(what, v, k, &mean, &se, e);
+                free(v);
+                if (rc) return rc;
+                theta_se[j] = se;
+            }
+            return ERR_OK;
+        }
+        for (size_t j = 0; j < m; j++) {
+            double s = 0;
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (assign[i] == (int)j) {
+                    s += y[i] - c[i * m + j];
+                    k++;
+                }
+            if (k) theta[j] = s / (double)k;
+        }
+    }
+    return err_set(e, ERR_CONVERGE, "fit %s: did not converge (row assignment still changing after %d iterations)",
+                   what, FIT_MAX_ITER);
+}
+
+/* ---- the copy engine ------------------------------------------------------------------------- */
+
+/* One direction's single copies: t = lat + bytes/bw, WLS 1/t². */
+static int fit_ce_dir(const sel_t *d, const char *what, lsq_fit_t *lf, err_t *e)
+{
+    double *X = malloc(2 * d->n * sizeof *X), *y = malloc(d->n * sizeof *y), *w = malloc(d->n * sizeof *w);
+    int rc = (!X || !y || !w) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < d->n; i++) {
+        X[2 * i] = 1.0;
+        X[2 * i + 1] = d->v[i]->bytes_moved;
+        y[i] = d->v[i]->t_med_us;
+        w[i] = 1.0 / (y[i] * y[i]);
+    }
+    if (!rc) rc = lsq_wlinear(what, X, y, w, d->n, 2, lf, e);
+    if (!rc && !(lf->coef[1] > 0))
+        rc = err_set(e, ERR_CONVERGE, "fit %s: did not converge (the bandwidth came out non-positive)", what);
+    free(X);
+    free(y);
+    free(w);
+    return rc;
+}
+
+/* Copy-engine latency and bandwidth per direction. The profile has one ce_latency_us: it is the
+ * H2D fit's (the direction on decode's critical path); D2H's own latency is noted. */
+static int fit_ce(fit_t *f, const sel_t *rows, err_t *e)
+{
+    sel_t all = {0}, dir_rows[2] = {{0}, {0}};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if ((is_op(r, OPKIND_H2D_COPY) || is_op(r, OPKIND_D2H_COPY)) && alone(r) && !(r->pieces > 1) &&
+            r->bytes_moved > 0)
+            rc = sel_add(&all, r);
+    }
+    const char *alloc = all.n ? mode_of(&all, get_alloc) : "";
+    for (size_t i = 0; i < all.n && !rc; i++)
+        if (!strcmp(all.v[i]->allocator, alloc)) rc = sel_add(&dir_rows[is_op(all.v[i], OPKIND_D2H_COPY)], all.v[i]);
+    free(all.v);
+    if (rc) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    static const char *const bw_name[2] = {"h2d_GBps", "d2h_GBps"};
+    static const char *const what[2] = {"H2D copies t = lat + bytes/bw", "D2H copies t = lat + bytes/bw"};
+    lsq_fit_t lf[2];
+    bool have[2] = {false, false};
+    for (int d = 0; d < 2 && !rc; d++) {
+        if (dir_rows[d].n < 3) {
+            note(f, "%s: not determined (%zu single copies in the fit set)", bw_name[d], dir_rows[d].n);
+            continue;
+        }
+        rc = fit_ce_dir(&dir_rows[d], what[d], &lf[d], e);
+        have[d] = !rc;
+    }
+    int ld = have[0] ? 0 : 1;   /* the direction whose latency the profile keeps */
+    if (!rc && !have[0] && !have[1]) note(f, "ce_latency_us: not determined (no single CE copies)");
+    if (!rc && (have[0] || have[1])) {
+        char how[256];
+        for (int d = 0; d < 2; d++) {
+            if (!have[d]) continue;
+            double lo, hi, sl = lf[d].coef[1], gbps = 1e-3 / sl;
+            range_of(&dir_rows[d], get_bytes, &lo, &hi);
+            snprintf(how, sizeof how, "single %s %s copies, t = lat + bytes/bw, WLS 1/t^2", alloc, d ? "D2H" : "H2D");
+            put(f, bw_name[d], gbps, gbps * lf[d].se[1] / sl, lo, hi, dir_rows[d].v, dir_rows[d].n, how);
+            if (d == ld) put(f, "ce_latency_us", lf[d].coef[0], lf[d].se[0], lo, hi, dir_rows[d].v, dir_rows[d].n, how);
+        }
+        if (have[0] && have[1])
+            note(f, "ce_latency_us is the H2D fit's %.3g us; D2H copies alone fit %.3g +- %.2g us (the profile has one "
+                    "copy-engine latency)", lf[0].coef[0], lf[1].coef[0], lf[1].se[0]);
+        /* Residuals under the profile's values: one latency for both directions. */
+        for (int d = 0; d < 2; d++) {
+            if (!have[d]) continue;
+            size_t n = dir_rows[d].n;
+            double *pred = malloc(n * sizeof *pred), *meas = malloc(n * sizeof *meas);
+            if (!pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+            for (size_t i = 0; !rc && i < n; i++) {
+                pred[i] = lf[ld].coef[0] + dir_rows[d].v[i]->bytes_moved * lf[d].coef[1];
+                meas[i] = dir_rows[d].v[i]->t_med_us;
+            }
+            if (!rc) resid(f, d ? "ce_copy_d2h" : "ce_copy_h2d", pred, meas, n);
+            free(pred);
+            free(meas);
+        }
+    }
+    free(dir_rows[0].v);
+    free(dir_rows[1].v);
+    return rc;
+}
+
+/* ---- concurrent groups (mix rows) ------------------------------------------------------------ */
+
+typedef struct mixgrp {
+    const kbrow_t *row[16];
+    size_t n;
+} mixgrp_t;
+
+/* Groups consecutive mix rows of one file: a group starts at concurrent_id 0. */
+static int mix_groups(const sel_t *rows, const char *policy, mixgrp_t **out, size_t *n_out)
+{
+    mixgrp_t *g = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (strcmp(r->policy, policy) || isnan(r->concurrent_id)) continue;
+        bool start = r->concurrent_id == 0 || !n || g[n - 1].n == 16 ||
+                     g[n - 1].row[0]->file_index != r->file_index;
+        if (start) {
+            mixgrp_t *ng = realloc(g, (n + 1) * sizeof *ng);
+            if (!ng) {
+                free(g);
+                return ERR_NOMEM;
+            }
+            g = ng;
+            g[n++].n = 0;
+        }
+        g[n - 1].row[g[n - 1].n++] = r;
+    }
+    *out = g;
+    *n_out = n;
+    return ERR_OK;
+}
+
+static int fit_duplex(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    mixgrp_t *g;
+    size_t ng;
+    if (mix_groups(rows, "mix:h2d+d2h", &g, &ng)) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    double lat;
+    int rc = value_of(f, seed, "ce_latency_us", &lat, e);
+    double X[256], y[256], w[256], pred[256], meas[256];
+    const kbrow_t *used[512];
+    size_t n = 0, nu = 0;
+    for (size_t i = 0; !rc && i < ng && n < 256; i++) {
+        if (g[i].n != 2) continue;
+        double tmax = fmax(g[i].row[0]->t_med_us, g[i].row[1]->t_med_us);
+        double b = g[i].row[0]->bytes_moved + g[i].row[1]->bytes_moved;
+        if (!(b > 0) || tmax <= lat) continue;
+        X[n] = b;
+        y[n] = tmax - lat;
+        w[n] = 1.0 / (tmax * tmax);
+        meas[n] = tmax;
+        n++;
+        used[nu++] = g[i].row[0];
+        used[nu++] = g[i].row[1];
+    }
+    free(g);
+    if (rc) return rc;
+    if (!n) {
+        note(f, "duplex_GBps: not determined (no mix:h2d+d2h pairs)");
+        return ERR_OK;
+    }
+    lsq_fit_t lf;
+    rc = lsq_wlinear("duplex t = lat + (bytes_h2d + bytes_d2h)/duplex", X, y, w, n, 1, &lf, e);
+    if (rc) return rc;
+    if (!(lf.coef[0] > 0)) return err_set(e, ERR_CONVERGE, "fit duplex: did not converge (non-positive rate)");
+    double gbps = 1e-3 / lf.coef[0];
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = fmin(lo, X[i] / 2);
+        hi = fmax(hi, X[i] / 2);
+        pred[i] = lat + X[i] * lf.coef[0];
+    }
+    put(f, "duplex_GBps", gbps, gbps * lf.se[0] / lf.coef[0], lo, hi, used, nu,
+        "H2D and D2H copies at once: last completion = ce_latency + total bytes/duplex, WLS 1/t^2");
+    resid(f, "duplex", pred, meas, n);
+    return ERR_OK;
+}
+
+/* ---- 2D and batched copies ------------------------------------------------------------------- */
+
+static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int kind, const char *name,
+                         double scale, const char *how, const char *group, err_t *e)
+{
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, kind) && alone(r) && r->pieces > 0 && r->bytes_moved > 0 && sel_add(&s, r)) {
+            free(s.v);
+            return err_set(e, ERR_NOMEM, "fit: out of memory");
+        }
+    }
+    if (!s.n) {
+        note(f, "%s: not determined (no %s rows in the fit set)", name, opkind_name(kind));
+        return ERR_OK;
+    }
+    double lat, h2d;
+    int rc = value_of(f, seed, "ce_latency_us", &lat, e);
+    if (!rc) rc = value_of(f, seed, "h2d_GBps", &h2d, e);
+    double *X = malloc(s.n * sizeof *X), *y = malloc(s.n * sizeof *y);
+    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
+    if (!rc && (!X || !y || !pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    if (!rc) {
+        for (size_t i = 0; i < s.n; i++) {
+            const kbrow_t *r = s.v[i];
+            double base = lat + r->bytes_moved / (h2d * 1e3);
+            /* Relative form (both sides over t), fitted robustly: a few pieces sizes on this
+             * platform take several times the others (bisquare weights them down). */
+            X[i] = r->pieces / r->t_med_us;
+            y[i] = (r->t_med_us - base) / r->t_med_us;
+            meas[i] = r->t_med_us;
+        }
+        rc = lsq_robust(name, X, y, s.n, 1, &lf, e);
+    }
+    if (!rc) {
+        double v = lf.coef[0] * scale, se = lf.se[0] * scale;
+        if (v < 0) {
+            note(f, "%s: the fit gave %.4g (< 0: no per-piece cost visible); written as 0", name, v);
+            v = 0;
+        }
+        double lo, hi;
+        range_of(&s, get_piece, &lo, &hi);
+        put(f, name, v, se, lo, hi, s.v, s.n, how);
+        for (size_t i = 0; i < s.n; i++)
+            pred[i] = lat + s.v[i]->bytes_moved / (h2d * 1e3) + s.v[i]->pieces * v / scale;
+        resid(f, group, pred, meas, s.n);
+    }
+    free(X);
+    free(y);
+    free(pred);
+    free(meas);
+    free(s.v);
+    return rc;
+}
+
+/* ---- SM gather ------------------------------------------------------------------------------- */
+
+/* Knot index of a region: exact knots (1%), below the first → 0, beyond the last → 3, else -1. */
+static int knot_of(double region)
+{
+    if (!(region > 0)) return 0;
+    if (region <= knot_bytes[0] * 1.01) return 0;
+    if (region >= knot_bytes[3] * 0.99) return 3;
+    for (int k = 1; k < 3; k++)
+        if (fabs(log(region / knot_bytes[k])) < 0.01) return k;
+    return -1;
+}
+
+/* Row rate (rows/s) at region from the four knots (log-log interpolation, flat outside). */
+static double rows_at(const double *knot_ps, double region)
+{
+    if (!(region > knot_bytes[0])) return knot_ps[0];
+    if (region >= knot_bytes[3]) return knot_ps[3];
+    int k = 0;
+    while (k < 2 && region > knot_bytes[k + 1]) k++;
+    double t = log(region / knot_bytes[k]) / log(knot_bytes[k + 1] / knot_bytes[k]);
+    return exp(log(knot_ps[k]) + t * (log(knot_ps[k + 1]) - log(knot_ps[k])));
+}
+
+typedef struct gmodel {
+    double lat_us, peak_GBps, block_GBps, rows_ps[4];
+} gmodel_t;
+
+/* The gather's rate (GB/s) for a row of the given shape. */
+static double gather_rate(const gmodel_t *g, double row_bytes, double region, double blocks)
+{
+    double r = g->peak_GBps;
+    if (blocks > 0) r = fmin(r, blocks * g->block_GBps);
+    return fmin(r, rows_at(g->rows_ps, region) * row_bytes * 1e-9);
+}
+
+static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t *e)
+{
+    int rc = value_of(f, seed, "gather_latency_us", &g->lat_us, e);
+    if (!rc) rc = value_of(f, seed, "gather_peak_GBps", &g->peak_GBps, e);
+    if (!rc) rc = value_of(f, seed, "gather_block_GBps", &g->block_GBps, e);
+    for (int k = 0; k < 4 && !rc; k++) {
+        rc = value_of(f, seed, knot_names[k], &g->rows_ps[k], e);
+        g->rows_ps[k] *= 1e6;
+    }
+    return rc;
+}
+
+static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    sel_t all = {0}, s = {0};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_SM_GATHER) && alone(r) && r->bytes_moved > 0 && r->piece_bytes > 0)
+            rc = sel_add(&all, r);
+    }
+    if (!all.n || rc) {
+        free(all.v);
+        if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+        note(f, "gather_*: not determined (no sm_gather rows in the fit set)");
+        return ERR_OK;
+    }
+    const char *alloc = mode_of(&all, get_alloc);
+    sel_t va = {0};
+    for (size_t i = 0; i < all.n && !rc; i++)
+        if (!strcmp(all.v[i]->allocator, alloc)) rc = sel_add(&va, all.v[i]);
+    const char *variant = mode_of(&va, get_variant);
+    free(va.v);
+    for (size_t i = 0; i < all.n && !rc; i++)
+        if (!strcmp(all.v[i]->allocator, alloc) && !strcmp(all.v[i]->variant, variant) &&
+            knot_of(all.v[i]->region_bytes) >= 0)
+            rc = sel_add(&s, all.v[i]);
+    gmodel_t g;
+    if (!rc) rc = gather_model(f, seed, &g, e);
+    else rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    enum { T_PEAK, T_BLOCK, T_K0, M_TERMS = T_K0 + 4 };
+    double *y = malloc(s.n * sizeof *y), *c = malloc(s.n * M_TERMS * sizeof *c);
+    int *assign = malloc(s.n * sizeof *assign);
+    if (!rc && (!y || !c || !assign)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    double theta[M_TERMS], theta_se[M_TERMS];
+    size_t term_n[M_TERMS];
+    size_t n = 0;
+    if (!rc) {
+        /* log rate (GB/s) = min(log peak, log block + log blocks, log rows_GHz_k + log row_bytes) */
+        for (int j = 0; j < M_TERMS; j++) theta[j] = -INFINITY;
+        for (size_t i = 0; i < s.n; i++) {
+            const kbrow_t *r = s.v[i];
+            double t = r->t_med_us - g.lat_us;
+            if (!(t > 0)) continue;
+            s.v[n] = r;
+            y[n] = log(r->bytes_moved / t * 1e-3);
+            double *ci = &c[n * M_TERMS];
+            for (int j = 0; j < M_TERMS; j++) ci[j] = NAN;
+            ci[T_PEAK] = 0;
+            if (r->blocks > 0) ci[T_BLOCK] = log(r->blocks);
+            ci[T_K0 + knot_of(r->region_bytes)] = log(r->piece_bytes);
+            for (int j = 0; j < M_TERMS; j++)   /* start from the upper bounds: the data's maxima */
+                if (!isnan(ci[j]) && y[n] - ci[j] > theta[j]) theta[j] = y[n] - ci[j];
+            n++;
+        }
+        s.n = n;
+        if (n < 2) {
+            note(f, "gather_*: not determined (%zu usable sm_gather rows)", n);
+        } else {
+            rc = minfit("sm_gather rate = min(peak, blocks*block, rows(region)*row_bytes)", y, c, n, M_TERMS,
+                        theta, theta_se, term_n, assign, e);
+        }
+    }
+    if (!rc && n >= 2) {
+        char how[256];
+        snprintf(how, sizeof how,
+                 "sm_gather %s %s: rate = min(peak, blocks*block, rows(region)*row_bytes), log-space LS "
+                 "by binding term; gather_latency %.3g us held fixed (every gather moves the same bytes)",
+                 alloc, variant, g.lat_us);
+        static const char *const tnames[3] = {"gather_peak_GBps", "gather_block_GBps", NULL};
+        for (int j = 0; j < M_TERMS; j++) {
+            const char *name = j < T_K0 ? tnames[j] : knot_names[j - T_K0];
+            if (!term_n[j]) {
+                if (isfinite(theta[j]))
+                    note(f, "%s: not determined (no row bound by it; the data only bound it below: >= %.4g%s)", name,
+                         j < T_K0 ? exp(theta[j]) : exp(theta[j]) * 1e3, j < T_K0 ? " GB/s" : " Mrows/s");
+                else
+                    note(f, "%s: not determined (no rows)", name);
+                continue;
+            }
+            /* Origin: the rows it binds; range: every row it applies to (it was checked there). */
+            sel_t t = {0}, applies = {0};
+            for (size_t i = 0; i < n && !rc; i++) {
+                if (assign[i] == j) rc = sel_add(&t, s.v[i]);
+                if (!rc && !isnan(c[i * M_TERMS + j])) rc = sel_add(&applies, s.v[i]);
+            }
+            if (rc) {
+                free(t.v);
+                free(applies.v);
+                rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+                break;
+            }
+            double lo, hi;
+            range_of(&applies, j == T_BLOCK ? get_blocks : get_piece, &lo, &hi);
+            free(applies.v);
+            double v = exp(theta[j]) * (j < T_K0 ? 1.0 : 1e3);   /* G rows/s → M rows/s */
+            put(f, name, v, v * theta_se[j], lo, hi, t.v, t.n, how);
+            free(t.v);
+        }
+        note(f, "gather_latency_us: not identifiable (every gather row moves the same payload, so a fixed time and "
+                "the rate are one parameter); the preset's %.3g us is kept and the rates are fitted given it", g.lat_us);
+        /* The blocks kbench's grid gives a gather (the configuration the kernels use). */
+        double most = 0;
+        size_t most_n = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = 0;
+            for (size_t j = 0; j < n; j++) k += s.v[j]->blocks == s.v[i]->blocks;
+            if (k > most_n && s.v[i]->blocks > 0) {
+                most_n = k;
+                most = s.v[i]->blocks;
+            }
+        }
+        if (most > 0) {
+            sel_t t = {0};
+            for (size_t i = 0; i < n && !rc; i++)
+                if (s.v[i]->blocks == most) rc = sel_add(&t, s.v[i]);
+            if (!rc) put(f, "gather_blocks", most, 0, 1, 0, t.v, t.n, "the blocks per gather of kbench's grid (configuration)");
+            else rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+            free(t.v);
+        }
+    }
+    if (!rc && n >= 2) rc = gather_model(f, seed, &g, e);
+    if (!rc && n >= 2) {
+        /* Residuals of the main allocator's rows, and of each other allocator under the same model. */
+        double *pred = malloc(all.n * sizeof *pred), *meas = malloc(all.n * sizeof *meas);
+        if (!pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        for (size_t pass = 0; !rc && pass < all.n; pass++) {
+            const char *a = all.v[pass]->allocator;
+            bool first = true;
+            for (size_t j = 0; j < pass && first; j++) first = strcmp(all.v[j]->allocator, a) != 0;
+            if (!first) continue;
+            size_t k = 0;
+            for (size_t i = 0; i < all.n; i++) {
+                const kbrow_t *r = all.v[i];
+                if (strcmp(r->allocator, a) || strcmp(r->variant, variant)) continue;
+                double rate = gather_rate(&g, r->piece_bytes, r->region_bytes, r->blocks);
+                pred[k] = g.lat_us + r->bytes_moved / (rate * 1e3);
+                meas[k++] = r->t_med_us;
+            }
+            char name[160];
+            snprintf(name, sizeof name, "sm_gather_%s%s", a, strcmp(a, alloc) ? "_not_fitted" : "");
+            resid(f, name, pred, meas, k);
+        }
+        free(pred);
+        free(meas);
+    }
+    free(y);
+    free(c);
+    free(assign);
+    free(s.v);
+    free(all.v);
+    return rc;
+}
+
+/* ---- sharing between paths: weights and the gather's duplex coefficient ------------------- */
+
+static int fit_sharing(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    gmodel_t g;
+    double h2d, d2h, dup, lat;
+    int rc = gather_model(f, seed, &g, e);
+    if (!rc) rc = value_of(f, seed, "h2d_GBps", &h2d, e);
+    if (!rc) rc = value_of(f, seed, "d2h_GBps", &d2h, e);
+    if (!rc) rc = value_of(f, seed, "duplex_GBps", &dup, e);
+    if (!rc) rc = value_of(f, seed, "ce_latency_us", &lat, e);
+    if (rc) return rc;
+    static const char *const pols[2] = {"mix:copy+gather", "mix:gather+d2h"};
+    double wv[128], cv[128];
+    size_t nw = 0, nc = 0, nu_w = 0, nu_c = 0;
+    const kbrow_t *used_w[256], *used_c[256];
+    for (int pi = 0; pi < 2; pi++) {
+        mixgrp_t *gr;
+        size_t ng;
+        if (mix_groups(rows, pols[pi], &gr, &ng)) return err_set(e, ERR_NOMEM, "fit: out of memory");
+        for (size_t i = 0; i < ng && nw < 128; i++) {
+            if (gr[i].n != 2) continue;
+            const kbrow_t *gw = NULL, *cw = NULL;
+            for (int k = 0; k < 2; k++) {
+                if (is_op(gr[i].row[k], OPKIND_SM_GATHER)) gw = gr[i].row[k];
+                else if (is_op(gr[i].row[k], OPKIND_H2D_COPY) || is_op(gr[i].row[k], OPKIND_D2H_COPY)) cw = gr[i].row[k];
+            }
+            if (!gw || !cw) continue;
+            bool d2h_copy = is_op(cw, OPKIND_D2H_COPY);
+            double G = gather_rate(&g, gw->piece_bytes, gw->region_bytes, gw->blocks) * 1e3; /* bytes/us */
+            double C = (d2h_copy ? d2h : h2d) * 1e3;
+            double tg = gw->t_med_us - g.lat_us, tc = cw->t_med_us - lat;
+            double rg, rc_;
+            if (!(tg > 0) || !(tc > 0)) continue;
+            if (tg <= tc) {
+                rg = gw->bytes_moved / tg;
+                rc_ = (cw->bytes_moved - C * (tc - tg)) / tg;
+            } else {
+                rc_ = cw->bytes_moved / tc;
+                rg = (gw->bytes_moved - G * (tg - tc)) / tc;
+            }
+            if (!(rg > 0) || !(rc_ > 0)) continue;
+            if (rg < 0.9 * G) {            /* the gather ran clearly below its own cap: the weights split */
+                wv[nw++] = log(rg / rc_);
+                used_w[nu_w++] = gw;
+                used_w[nu_w++] = cw;
+            }
+            if (d2h_copy && rc_ < 0.9 * C && nc < 128) { /* the duplex total bound the pair */
+                cv[nc++] = (dup * 1e3 - rc_) / rg;
+                used_c[nu_c++] = gw;
+                used_c[nu_c++] = cw;
+            }
+        }
+        free(gr);
+    }
+    if (nw) {
+        double m, se = 0;
+        rc = lsq_mean("gather_weight", wv, nw, &m, &se, e);
+        if (rc) return rc;
+        double v = exp(m);
+        put(f, "gather_weight", v, v * se, 1, 0, used_w, nu_w,
+            "ratio of the gather's to the copy's rate while both run (ce_weight = 1: only the ratio is identifiable)");
+        put(f, "ce_weight", 1.0, 0, 1, 0, used_w, nu_w, "reference weight, fixed: weights are identifiable only as a ratio");
+        double pred[128], meas[128];
+        for (size_t i = 0; i < nw; i++) {
+            pred[i] = v;
+            meas[i] = exp(wv[i]);
+        }
+        resid(f, "sharing_weight_ratio", pred, meas, nw);
+    } else {
+        note(f, "gather_weight, ce_weight: not determined (no copy+gather overlap with the gather below its cap)");
+    }
+    if (nc) {
+        double m, se = 0;
+        rc = lsq_mean("gather_duplex_coef", cv, nc, &m, &se, e);
+        if (rc) return rc;
+        if (m <= 0) {
+            note(f, "gather_duplex_coef: the fit gave %.3g (<= 0); not written", m);
+        } else {
+            put(f, "gather_duplex_coef", m, se, 1, 0, used_c, nu_c,
+                "gather + D2H at once: coef = (duplex - d2h rate)/gather rate during the overlap");
+            double pred[128], meas[128];
+            for (size_t i = 0; i < nc; i++) {
+                pred[i] = m;
+                meas[i] = cv[i];
+            }
+            resid(f, "gather_duplex_coef", pred, meas, nc);
+        }
+    } else {
+        note(f, "gather_duplex_coef: not determined (no gather + D2H overlap bound by the duplex total)");
+    }
+    return ERR_OK;
+}
+
+/* ---- HBM kernels ----------------------------------------------------------------------------- */
+
+static bool is_hbm_kernel(int op)
+{
+    return op == OPKIND_QUANTIZE || op == OPKIND_WF_PLAN || op == OPKIND_SCAN || op == OPKIND_ATTN_SPARSE ||
+           op == OPKIND_ATTN_DENSE || op == OPKIND_ATTN_TAIL;
+}
+
+/* The fp32 scores a top-k reads once: 4·heads·n_tokens (kbench's bytes_moved counts every pass). */
+static double scores_bytes(const kbrow_t *r)
+{
+    if (r->heads > 0 && r->n_tokens > 0) return 4.0 * r->heads * r->n_tokens;
+    return r->bytes_moved;
+}
+
+static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    double hbm;
+    int rc = calib_get(seed, "hbm_GBps", &hbm, e);
+    if (rc) return rc;
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_hbm_kernel(r->op) && alone(r) && r->bytes_moved > 0 && strcmp(r->placement, "host")) rc = sel_add(&s, r);
+    }
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (s.n < 3) {
+        note(f, "kernel_latency_us, kernel_mem_eff: not determined (%zu HBM kernel rows)", s.n);
+        free(s.v);
+        return ERR_OK;
+    }
+    double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
+    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
+    if (!X || !y || !w || !pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    if (!rc) {
+        for (size_t i = 0; i < s.n; i++) {
+            X[2 * i] = 1;
+            X[2 * i + 1] = s.v[i]->bytes_moved;
+            y[i] = s.v[i]->t_med_us;
+            w[i] = 1.0 / (y[i] * y[i]);
+        }
+        rc = lsq_wlinear("kernels t = lat + bytes/(eff*hbm)", X, y, w, s.n, 2, &lf, e);
+    }
+    if (!rc && !(lf.coef[1] > 0))
+        rc = err_set(e, ERR_CONVERGE, "fit kernels: did not converge (non-positive time per byte)");
+    if (!rc) {
+        double lat = lf.coef[0], eff = 1e-3 / (lf.coef[1] * hbm);
+        double lo, hi;
+        range_of(&s, get_bytes, &lo, &hi);
+        char how[200];
+        snprintf(how, sizeof how, "HBM kernels (scan, quantize, wf_plan, attn_*) t = lat + bytes/(eff*%.0f GB/s), WLS 1/t^2", hbm);
+        if (lat < 0) {
+            note(f, "kernel_latency_us: the fit gave %.3g us (< 0); written as 0", lat);
+            lat = 0;
+        }
+        put(f, "kernel_latency_us", lat, lf.se[0], lo, hi, s.v, s.n, how);
+        put(f, "kernel_mem_eff", eff, eff * lf.se[1] / lf.coef[1], lo, hi, s.v, s.n, how);
+        note(f, "kernel_compute_eff: not determined (kbench kernel rows carry no FLOP counts for attention)");
+        /* Each op's own fit where it has enough sizes (written where the catalogs declare
+         * <op>_latency_us and <op>_mem_eff), and residuals per op under the values the profile
+         * gives it. */
+        for (size_t i = 0; i < s.n && !rc; i++) {
+            int op = s.v[i]->op;
+            bool first = true;
+            for (size_t j = 0; j < i && first; j++) first = s.v[j]->op != op;
+            if (!first) continue;
+            size_t k = 0;
+            for (size_t j = 0; j < s.n; j++) {
+                if (s.v[j]->op != op) continue;
+                meas[k] = s.v[j]->t_med_us;
+                X[2 * k] = 1;
+                X[2 * k + 1] = s.v[j]->bytes_moved;
+                w[k] = 1.0 / (meas[k] * meas[k]);
+                k++;
+            }
+            char name[64], nl[64], ne[64];
+            snprintf(name, sizeof name, "kernel_%s", opkind_name(op));
+            snprintf(nl, sizeof nl, "%s_latency_us", opkind_name(op));
+            snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
+            double use_lat = lat, use_eff = eff;
+            lsq_fit_t of;
+            err_t e2;
+            if (k >= 3 && !lsq_wlinear(name, X, meas, w, k, 2, &of, &e2) && of.coef[1] > 0) {
+                double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1];
+                sel_t orows = {0};
+                for (size_t j = 0; j < s.n && !rc; j++)
+                    if (s.v[j]->op == op) rc = sel_add(&orows, s.v[j]);
+                if (rc) {
+                    free(orows.v);
+                    rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+                    break;
+                }
+                double olo, ohi;
+                range_of(&orows, get_bytes, &olo, &ohi);
+                bool own = hwcat_param_unit(nl) && hwcat_param_unit(ne);
+                if (own) {
+                    use_lat = fmax(of.coef[0], 0);
+                    use_eff = oe;
+                    put(f, nl, use_lat, of.se[0], olo, ohi, orows.v, orows.n, "this op's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
+                    put(f, ne, oe, oe_se, olo, ohi, orows.v, orows.n, "this op's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
+                }
+                free(orows.v);
+                note(f, "%s alone: latency %.3g +- %.2g us, mem_eff %.3g +- %.2g (%zu rows)%s", opkind_name(op), of.coef[0],
+                     of.se[0], oe, oe_se, k,
+                     own ? "" : "; the catalogs declare no per-op parameters, so the profile holds the pooled value");
+            }
+            for (size_t j = 0; j < k; j++) pred[j] = use_lat + X[2 * j + 1] / (use_eff * hbm * 1e3);
+            resid(f, name, pred, meas, k);
+        }
+    }
+    free(X);
+    free(y);
+    free(w);
+    free(pred);
+    free(meas);
+    free(s.v);
+    if (rc) return rc;
+
+    /* top-k: passes over its scores at the kernel efficiency. */
+    double lat, eff;
+    rc = value_of(f, seed, "kernel_latency_us", &lat, e);
+    if (!rc) rc = value_of(f, seed, "kernel_mem_eff", &eff, e);
+    if (rc) return rc;
+    sel_t t = {0};
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_TOPK) && alone(r) && scores_bytes(r) > 0 && r->t_med_us > lat) rc = sel_add(&t, r);
+    }
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!t.n) {
+        note(f, "topk_passes: not determined (no topk rows)");
+        return ERR_OK;
+    }
+    /* t = a + passes·scores/(eff·hbm): the slope gives the passes; the intercept a is top-k's own
+     * fixed time (its launches), which the cost form charges as kernel_latency only. */
+    double *v = malloc(2 * t.n * sizeof *v), *p2 = malloc(t.n * sizeof *p2), *m2 = malloc(t.n * sizeof *m2);
+    double *w2 = malloc(t.n * sizeof *w2);
+    if (!v || !p2 || !m2 || !w2) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    double rate = eff * hbm * 1e3;   /* bytes/us at the kernel efficiency */
+    for (size_t i = 0; !rc && i < t.n; i++) {
+        v[2 * i] = 1;
+        v[2 * i + 1] = scores_bytes(t.v[i]) / rate;
+        m2[i] = t.v[i]->t_med_us;
+        w2[i] = 1.0 / (m2[i] * m2[i]);
+    }
+    lsq_fit_t tf;
+    bool fitted = false;
+    if (!rc && t.n >= 3) {
+        err_t e2;
+        fitted = !lsq_wlinear("topk t = a + passes*scores/(eff*hbm)", v, m2, w2, t.n, 2, &tf, &e2) && tf.coef[1] > 0;
+    }
+    if (!rc && !fitted) note(f, "topk_passes: not determined (%zu topk rows without a positive slope in bytes)", t.n);
+    if (!rc && fitted) {
+        double lo, hi;
+        range_of(&t, get_bytes, &lo, &hi);
+        put(f, "topk_passes", tf.coef[1], tf.se[1], lo, hi, t.v, t.n,
+            "topk: t = a + passes*score bytes/(kernel_mem_eff*hbm), WLS 1/t^2, score bytes = 4*heads*n_tokens");
+        if (hwcat_param_unit("topk_latency_us"))
+            put(f, "topk_latency_us", fmax(tf.coef[0], 0), tf.se[0], lo, hi, t.v, t.n,
+                "topk: the intercept of t = a + passes*score bytes/(kernel_mem_eff*hbm), WLS 1/t^2");
+        else
+            note(f, "topk: its fixed time is %.3g +- %.2g us, not kernel_latency_us (%.3g): the cost form has no top-k "
+                    "latency (declare topk_latency_us in the catalogs and the fitter writes it)",
+                 tf.coef[0], tf.se[0], lat);
+        double tlat = hwcat_param_unit("topk_latency_us") ? fmax(tf.coef[0], 0) : lat;
+        for (size_t i = 0; i < t.n; i++) p2[i] = tlat + tf.coef[1] * v[2 * i + 1];
+        resid(f, "kernel_topk", p2, m2, t.n);
+    }
+    free(w2);
+    free(v);
+    free(p2);
+    free(m2);
+    free(t.v);
+    return rc;
+}
+
+/* ---- GEMMs by batch -------------------------------------------------------------------------- */
+
+/* A GEMM row's FLOPs: the flops column, else kbench's per_s (FLOP/s for gemm rows) × time. */
+static double gemm_flops(const kbrow_t *r)
+{
+    if (r->flops > 0) return r->flops;
+    if (r->per_s > 0) return r->per_s * r->t_med_us * 1e-6;
+    return NAN;
+}
+
+static int fit_gemm(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    double hbm, peak, lat;
+    int rc = calib_get(seed, "hbm_GBps", &hbm, e);
+    if (!rc) rc = calib_get(seed, "bf16_TFLOPS", &peak, e);
+    if (!rc) rc = value_of(f, seed, "kernel_latency_us", &lat, e);
+    if (rc) return rc;
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if ((is_op(r, OPKIND_GEMM) || is_op(r, OPKIND_LM_HEAD)) && alone(r) && r->bytes_moved > 0 &&
+            r->t_med_us > lat)
+            rc = sel_add(&s, r);
+    }
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!s.n) {
+        note(f, "gemm_mem_eff, gemm_compute_eff: not determined (no gemm or lm_head rows)");
+        return ERR_OK;
+    }
+    /* log(1/(t−lat)) = min(log em + log(hbm/bytes), log ec + log(peak/flops)). Where the
+     * catalogs declare gemm_latency_us, the latency is fitted too: alternately, the memory-bound
+     * rows' t = lat + bytes/(em·hbm) (WLS 1/t²) and the piecewise fit given lat. */
+    double *y = malloc(s.n * sizeof *y), *c = malloc(2 * s.n * sizeof *c);
+    int *assign = malloc(s.n * sizeof *assign);
+    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas), *X = malloc(2 * s.n * sizeof *X);
+    if (!y || !c || !assign || !pred || !meas || !X) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    double theta[2], se[2], t_min = INFINITY;
+    size_t tn[2];
+    for (size_t i = 0; i < s.n; i++) t_min = fmin(t_min, s.v[i]->t_med_us);
+    bool fit_lat = hwcat_param_unit("gemm_latency_us") != NULL, lat_fitted = false;
+    lsq_fit_t lf;
+    for (int it = 0; !rc && it < FIT_MAX_ITER; it++) {
+        theta[0] = theta[1] = -INFINITY;
+        for (size_t i = 0; i < s.n; i++) {
+            const kbrow_t *r = s.v[i];
+            y[i] = -log((r->t_med_us - lat) * 1e-6);
+            c[2 * i] = log(hbm * 1e9 / r->bytes_moved);
+            double fl = gemm_flops(r);
+            c[2 * i + 1] = fl > 0 ? log(peak * 1e12 / fl) : NAN;
+            for (int j = 0; j < 2; j++)
+                if (!isnan(c[2 * i + j]) && y[i] - c[2 * i + j] > theta[j]) theta[j] = y[i] - c[2 * i + j];
+        }
+        rc = minfit("gemm t = lat + max(bytes/(em*hbm), flops/(ec*peak))", y, c, s.n, 2, theta, se, tn, assign, e);
+        if (rc || !fit_lat) break;
+        size_t k = 0;
+        double blo = INFINITY, bhi = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            if (assign[i] != 0) continue;
+            X[2 * k] = 1;
+            X[2 * k + 1] = s.v[i]->bytes_moved;
+            meas[k] = s.v[i]->t_med_us;
+            pred[k] = 1.0 / (meas[k] * meas[k]);
+            blo = fmin(blo, s.v[i]->bytes_moved);
+            bhi = fmax(bhi, s.v[i]->bytes_moved);
+            k++;
+        }
+        err_t e2;
+        if (k < 3 || !(bhi > blo) || lsq_wlinear("gemm memory-bound rows", X, meas, pred, k, 2, &lf, &e2)) break;
+        double nl = fmin(fmax(lf.coef[0], 0), 0.9 * t_min);
+        lat_fitted = true;
+        if (fabs(nl - lat) <= 1e-9 * fmax(1, lat)) break;
+        lat = nl;
+    }
+    if (!rc && lat_fitted) {
+        double lo, hi;
+        range_of(&s, get_batch, &lo, &hi);
+        put(f, "gemm_latency_us", lat, lf.se[0], lo, hi, s.v, s.n,
+            "gemm/lm_head: intercept of the memory-bound rows' t = lat + bytes/(em*hbm), alternating with the piecewise fit");
+    } else if (!rc && fit_lat) {
+        note(f, "gemm_latency_us: not determined (fewer than 3 memory-bound GEMM rows of different sizes); kernel_latency_us used");
+    }
+    if (!rc) {
+        static const char *const names[2] = {"gemm_mem_eff", "gemm_compute_eff"};
+        for (int j = 0; j < 2 && !rc; j++) {
+            if (!tn[j]) {
+                note(f, "%s: not determined (no row bound by it%s)", names[j], j ? " or no FLOP counts" : "");
+                continue;
+            }
+            sel_t t = {0};
+            for (size_t i = 0; i < s.n && !rc; i++)
+                if (assign[i] == j) rc = sel_add(&t, s.v[i]);
+            if (rc) {
+                free(t.v);
+                rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+                break;
+            }
+            double lo, hi, v = exp(theta[j]);
+            range_of(&s, get_batch, &lo, &hi);  /* checked over every batch, binding or not */
+            put(f, names[j], v, v * se[j], lo, hi, t.v, t.n,
+                "gemm/lm_head by batch: t = lat + max(bytes/(em*hbm), flops/(ec*peak)), log-space LS by binding term");
+            free(t.v);
+        }
+        for (size_t i = 0; i < s.n; i++) {
+            double inv = INFINITY;
+            for (int j = 0; j < 2; j++)
+                if (!isnan(c[2 * i + j])) inv = fmin(inv, theta[j] + c[2 * i + j]);
+            pred[i] = lat + exp(-inv) * 1e6;
+            meas[i] = s.v[i]->t_med_us;
+        }
+        resid(f, "gemm", pred, meas, s.n);
+    }
+    free(y);
+    free(c);
+    free(assign);
+    free(pred);
+    free(meas);
+    free(X);
+    free(s.v);
+    return rc;
+}
+
+/* ---- host-side overheads --------------------------------------------------------------------- */
+
+/* Host time per item of `kind` rows (t_med / pieces); rows of `variant` only when there are any
+ * (kbench's launch rows: host_enqueue is the host's cost, empty_b2b the GPU's). */
+static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *variant, const char *name, err_t *e)
+{
+    sel_t s = {0};
+    int rc = ERR_OK;
+    bool have_variant = false;
+    for (size_t i = 0; i < rows->n && variant; i++)
+        have_variant |= is_op(rows->v[i], kind) && !strcmp(rows->v[i]->variant, variant);
+    for (size_t i = 0; i < rows->n && !rc; i++)
+        if (is_op(rows->v[i], kind) && alone(rows->v[i]) && (!have_variant || !strcmp(rows->v[i]->variant, variant)))
+            rc = sel_add(&s, rows->v[i]);
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!s.n) {
+        note(f, "%s: not determined (no %s rows)", name, opkind_name(kind));
+        return ERR_OK;
+    }
+    double *v = malloc(s.n * sizeof *v), *p = malloc(s.n * sizeof *p);
+    if (!v || !p) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    for (size_t i = 0; !rc && i < s.n; i++)
+        v[i] = s.v[i]->pieces >= 1 ? s.v[i]->t_med_us / s.v[i]->pieces : s.v[i]->t_med_us;
+    double m = 0, se = 0;
+    if (!rc) rc = lsq_mean(name, v, s.n, &m, &se, e);
+    if (!rc) {
+        char how[160];
+        snprintf(how, sizeof how, "time per item (t_med / pieces), mean%s%s", have_variant ? " of variant " : "",
+                 have_variant ? variant : "");
+        put(f, name, m, se, 1, 0, s.v, s.n, how);
+        for (size_t i = 0; i < s.n; i++) p[i] = m;
+        resid(f, opkind_name(kind), p, v, s.n);
+    }
+    free(v);
+    free(p);
+    free(s.v);
+    return rc;
+}
+
+/* Graph replays by node count: t = launch + nodes·per_node; the launch is graph_launch_us. */
+static int fit_graph(fit_t *f, const sel_t *rows, err_t *e)
+{
+    sel_t s = {0};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < rows->n && !rc; i++)
+        if (is_op(rows->v[i], OPKIND_GRAPH_REPLAY) && alone(rows->v[i])) rc = sel_add(&s, rows->v[i]);
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    double lo, hi;
+    range_of(&s, get_pieces, &lo, &hi);
+    if (s.n < 2 || !(hi > lo)) {
+        free(s.v);
+        return fit_overhead(f, rows, OPKIND_GRAPH_REPLAY, NULL, "graph_launch_us", e);
+    }
+    double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
+    double *pred = malloc(s.n * sizeof *pred);
+    if (!X || !y || !w || !pred) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        X[2 * i] = 1;
+        X[2 * i + 1] = s.v[i]->pieces > 0 ? s.v[i]->pieces : 1;
+        y[i] = s.v[i]->t_med_us;
+        w[i] = 1.0 / (y[i] * y[i]);
+    }
+    if (!rc) rc = lsq_wlinear("graph replay t = launch + nodes*node", X, y, w, s.n, 2, &lf, e);
+    if (!rc) {
+        double v = lf.coef[0] > 0 ? lf.coef[0] : 0;
+        put(f, "graph_launch_us", v, lf.se[0], lo, hi, s.v, s.n,
+            "graph replay t = launch + nodes*per_node, WLS 1/t^2 (the intercept)");
+        note(f, "graph replay: %.3g us per node beyond the launch (not a profile parameter)", lf.coef[1]);
+        for (size_t i = 0; i < s.n; i++) pred[i] = lf.coef[0] + lf.coef[1] * X[2 * i + 1];
+        resid(f, "graph_replay", pred, y, s.n);
+    }
+    free(X);
+    free(y);
+    free(w);
+    free(pred);
+    free(s.v);
+    return rc;
+}
+
+/* ---- driver ---------------------------------------------------------------------------------- */
+
+int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t **out, err_t *e)
+{
+    *out = NULL;
+    fit_t *f = calloc(1, sizeof *f);
+    if (!f) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    sel_t rows = {0};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < kbset_n_rows(set) && !rc; i++) {
+        const kbrow_t *r = kbset_row(set, i);
+        heldout_class_t c = heldout_classify(ho, r, NULL, 0);
+        if (c == HELDOUT_FIT) {
+            f->n_fit++;
+            if (sel_add(&rows, r)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        } else if (c == HELDOUT_HELD) {
+            f->n_held++;
+        } else {
+            f->n_unused++;
+        }
+    }
+    if (!rc && !rows.n) rc = err_set(e, ERR_INVAL, "fit: no rows in the fit set (%zu rows read, %zu held out)",
+                                     kbset_n_rows(set), f->n_held);
+    if (!rc) rc = fit_ce(f, &rows, e);
+    if (!rc) rc = fit_duplex(f, &rows, seed, e);
+    if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
+                                "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms (latency "
+                                "and bandwidth from the CE fit: every 2D row moves the same bytes)", "ce_copy2d", e);
+    if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_BATCH, "cebatch_piece_us", 1.0,
+                                "cudaMemcpyBatchAsync: t - ce_latency - bytes/h2d = pieces*piece, robust (bisquare) in relative terms "
+                                "(per-piece latency and piece-size efficiency fitted as one parameter)", "ce_batch", e);
+    if (!rc) rc = fit_gather(f, &rows, seed, e);
+    if (!rc) rc = fit_sharing(f, &rows, seed, e);
+    if (!rc) rc = fit_kernels(f, &rows, seed, e);
+    if (!rc) rc = fit_gemm(f, &rows, seed, e);
+    if (!rc) rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "host_enqueue", "launch_us", e);
+    if (!rc) rc = fit_graph(f, &rows, e);
+    /* kbench's planner rows carry no bytes: their time is the planner's fixed time. */
+    if (!rc && hwcat_param_unit("wf_plan_latency_us")) {
+        rc = fit_overhead(f, &rows, OPKIND_WF_PLAN, NULL, "wf_plan_latency_us", e);
+        if (!rc && hwcat_param_unit("wf_plan_mem_eff"))
+            note(f, "wf_plan_mem_eff: not determined (kbench's wf_plan rows carry no bytes: their whole time is the latency)");
+    }
+    if (!rc) rc = fit_overhead(f, &rows, OPKIND_SAMPLE, NULL, "sample_us", e);
+    if (!rc && f->rc_nomem) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!rc && !f->n_p) rc = err_set(e, ERR_INVAL, "fit: the %zu fit rows determine no parameter", rows.n);
+    if (!rc && f->n_unused) note(f, "%zu rows are neither fitted nor held out (no rule of the held-out file takes them)", f->n_unused);
+    free(rows.v);
+    if (rc) {
+        fit_free(f);
+        return rc;
+    }
+    *out = f;
+    return ERR_OK;
+}

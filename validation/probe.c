@@ -1,0 +1,135 @@
+#include "validation/probe.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/method.h"
+#include "models/opkind.h"
+
+static void put_q(FILE *fp, const char *s)
+{
+    fputc('"', fp);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20) fprintf(fp, "\\x%02x", *p);
+        else fputc(*p, fp);
+    }
+    fputc('"', fp);
+}
+
+static void put_num(FILE *fp, const char *key, double v)
+{
+    if (!isnan(v)) fprintf(fp, ", %s: %.17g", key, v);
+}
+
+static void put_str(FILE *fp, const char *key, const char *v)
+{
+    if (!v || !*v) return;
+    fprintf(fp, ", %s: ", key);
+    put_q(fp, v);
+}
+
+static bool one_of(const char *s, const char *const *names)
+{
+    for (; *names; names++)
+        if (!strcmp(s, *names)) return true;
+    return false;
+}
+
+int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, char **out, err_t *e)
+{
+    static const char *const modes[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
+    static const char *const layouts[] = {"split", "interleaved", "token", "page", NULL};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    if (!fp) return err_set(e, ERR_NOMEM, "probe: out of memory");
+    const char *base = strrchr(r->file, '/');
+    char name[512];
+    snprintf(name, sizeof name, "validate %s:%d", base ? base + 1 : r->file, r->line);
+    fputs("name: ", fp);
+    put_q(fp, name);
+    fputs("\nhardware: {box: ", fp);
+    put_q(fp, box);
+    fputs("}\ncalibration: ", fp);
+    put_q(fp, calib_path);
+    fputs("\nmodel: {name: ", fp);
+    put_q(fp, *r->model ? r->model : "qwen3-8b");
+    fputs("}\n", fp);
+    /* The method: the row's, else its variant when that names one (scan rows), else dense for dense
+     * attention, else fathom (an op's form is the same in every sparse method). kbench's winner-fetch
+     * layouts map to the method's: apart → split, token → token with shared selection, pageP →
+     * landmark pages of P tokens. */
+    const char *method = *r->method ? r->method : r->variant;
+    char mname[64];
+    size_t ml = strcspn(method, "0123456789");
+    snprintf(mname, sizeof mname, "%.*s", (int)(ml < sizeof mname ? ml : sizeof mname - 1), method);
+    const char *page = method + ml;
+    if (method_find(mname) < 0) {
+        snprintf(mname, sizeof mname, "%s", r->op == OPKIND_ATTN_DENSE ? "dense" : "fathom");
+        page = "";
+    }
+    char lay[32];
+    snprintf(lay, sizeof lay, "%.*s", (int)strcspn(r->layout, ";"), r->layout);
+    const char *select = NULL;
+    if (!strcmp(lay, "apart")) snprintf(lay, sizeof lay, "split");
+    if (!strcmp(lay, "token")) select = "shared";
+    if (!strncmp(lay, "page", 4) && lay[4] >= '0' && lay[4] <= '9') {
+        snprintf(mname, sizeof mname, "landmark");
+        page = r->layout + 4;
+        snprintf(lay, sizeof lay, "page");
+    }
+    bool fixed_budget = !strcmp(mname, "hashattn") || !strcmp(mname, "landmark") || !strcmp(mname, "dense");
+    fputs("method: {method: ", fp);
+    put_q(fp, mname);
+    if (r->bits > 0 && !fixed_budget) put_num(fp, "budget", r->bits);
+    if (r->k > 0 && strcmp(mname, "dense")) put_num(fp, "k", r->k);
+    if (!strcmp(mname, "landmark") && *page) fprintf(fp, ", page: %d", atoi(page));
+    if (one_of(lay, layouts)) put_str(fp, "layout", lay);
+    if (select) put_str(fp, "select", select);
+    bool index_place = !strcmp(r->placement, "host") || !strncmp(r->placement, "hbm", 3) ||
+                       !strncmp(r->placement, "layers:", 7) || !strncmp(r->placement, "planes:", 7);
+    if (index_place && strcmp(mname, "dense"))   /* dense keeps no index: its K/V placement is the probe's */
+        put_str(fp, "placement", strncmp(r->placement, "hbm", 3) ? r->placement : "hbm");
+    /* Dense attention over K/V kept whole in HBM (kbench's hbm_all): every token in the dense HBM
+     * window, none offloaded. */
+    if (!strcmp(mname, "dense") && !strcmp(r->placement, "hbm_all") && r->n_tokens > 0) put_num(fp, "window", r->n_tokens);
+    if (strstr(r->policy, "fetch:sm")) fputs(", index_fetch: sm", fp);
+    else if (strstr(r->policy, "fetch:ce")) fputs(", index_fetch: ce", fp);
+    fputs("}\n", fp);
+    /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N". */
+    char mode[32];
+    snprintf(mode, sizeof mode, "%.*s", (int)strcspn(r->policy, ":;"), r->policy);
+    if (!strcmp(mode, "procs")) snprintf(mode, sizeof mode, "processes");
+    if (one_of(mode, modes)) fprintf(fp, "serving: {mode: %s}\n", mode);
+    const char *what = r->op == OPKIND_LAYER_STEP ? "layer_step" : r->op == OPKIND_SESSION_STEP ? "session_step" : "op";
+    fprintf(fp, "workload:\n  kind: probe\n  probe: {what: %s", what);
+    put_str(fp, "op", r->op_name);
+    put_str(fp, "variant", r->variant);
+    put_num(fp, "n_tokens", r->n_tokens);
+    put_num(fp, "heads", r->heads);
+    put_num(fp, "bits", r->bits);
+    put_num(fp, "k", r->k);
+    put_num(fp, "batch", r->batch > 0 ? r->batch : NAN);
+    put_num(fp, "piece_bytes", r->piece_bytes);
+    put_num(fp, "region_bytes", r->region_bytes);
+    put_num(fp, "pieces", r->pieces);
+    put_num(fp, "blocks", r->blocks);
+    put_str(fp, "placement", r->placement);
+    put_str(fp, "layout", r->layout);
+    double sessions = fmax(isnan(r->procs) ? 1 : r->procs, isnan(r->streams) ? 1 : r->streams);
+    put_num(fp, "sessions", sessions >= 1 ? sessions : 1);
+    double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 200);
+    put_num(fp, "steps", steps);
+    put_num(fp, "streams", r->streams >= 1 ? r->streams : NAN);
+    fputs("}\nrun: {replications: 1, seed: 1, sample_calibration: false}\n", fp);
+    if (fclose(fp) || !buf) {
+        free(buf);
+        return err_set(e, ERR_NOMEM, "probe: out of memory");
+    }
+    *out = buf;
+    return ERR_OK;
+}

@@ -1,0 +1,166 @@
+#include "validation/profile.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomicio.h"
+#include "models/calib.h"
+
+/* A YAML double-quoted scalar. */
+static void put_q(FILE *fp, const char *s)
+{
+    fputc('"', fp);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20) fprintf(fp, "\\x%02x", *p);
+        else fputc(*p, fp);
+    }
+    fputc('"', fp);
+}
+
+static const char *meta0(const kbset_t *set, const char *key)
+{
+    const char *v = kbset_n_files(set) ? kbset_meta(set, 0, key) : NULL;
+    return v ? v : "unknown";
+}
+
+/* The profile name, hardware and params: what models/calib.c reads. */
+static void emit_params(FILE *fp, const fit_t *f, const kbset_t *set, const profile_info_t *info)
+{
+    fprintf(fp, "# Calibration profile fitted by `odsim fit` (validation/fit.c) from measured kbench CSVs.\n"
+                "# Do not edit by hand: re-run the fit. Parameters absent here come from the hardware preset.\n");
+    fputs("profile: ", fp);
+    put_q(fp, info->profile);
+    fputs("\nhardware: ", fp);
+    char hw[1024];
+    snprintf(hw, sizeof hw, "%s | pcie %s | %s", meta0(set, "device"), meta0(set, "pcie"), meta0(set, "virtualisation"));
+    put_q(fp, hw);
+    fputs("\nparams:\n", fp);
+    for (size_t i = 0; i < fit_n_params(f); i++) {
+        const fit_param_t *p = fit_param_at(f, i);
+        fprintf(fp, "  %s: {value: %.8g, stderr: %.3g", p->name, p->value, p->stderr_v);
+        if (p->lo <= p->hi) fprintf(fp, ", lo: %.10g, hi: %.10g", p->lo, p->hi);
+        fputs(", unit: ", fp);
+        put_q(fp, p->unit);
+        fputs(",\n      origin: ", fp);
+        put_q(fp, p->origin);
+        fputs("}\n", fp);
+    }
+}
+
+/* The provenance sections: sources, residuals, notes. */
+static void emit_sections(FILE *fp, const fit_t *f, const kbset_t *set, const profile_info_t *info)
+{
+    fputs("sources:\n  device: ", fp);
+    put_q(fp, meta0(set, "device"));
+    fputs("\n  driver: ", fp);
+    put_q(fp, meta0(set, "driver"));
+    fputs("\n  cuda: ", fp);
+    put_q(fp, meta0(set, "cuda"));
+    fputs("\n  pcie: ", fp);
+    put_q(fp, meta0(set, "pcie"));
+    fputs("\n  virtualisation: ", fp);
+    put_q(fp, meta0(set, "virtualisation"));
+    fputs("\n  iommu: ", fp);
+    put_q(fp, meta0(set, "iommu"));
+    fputs("\n  heldout: {file: ", fp);
+    put_q(fp, info->heldout_path);
+    fprintf(fp, ", fnv1a: \"%016llx\"}\n  command: ", info->heldout_fnv1a);
+    put_q(fp, info->command);
+    size_t nf, nh, nu;
+    fit_row_counts(f, &nf, &nh, &nu);
+    fprintf(fp, "\n  rows: {fit: %zu, heldout: %zu, unused: %zu}\n  files:\n", nf, nh, nu);
+    for (size_t i = 0; i < kbset_n_files(set); i++) {
+        const kbfile_t *kf = kbset_file(set, i);
+        fputs("    - {path: ", fp);
+        put_q(fp, kf->path);
+        fprintf(fp, ", fnv1a: \"%016llx\", rows: %zu", (unsigned long long)kf->fnv1a, kf->n_rows);
+        static const char *const keys[] = {"suite", "device", "driver", "date", "commit", "kbench"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const char *v = kbset_meta(set, i, keys[k]);
+            if (!v) continue;
+            fprintf(fp, ", %s: ", keys[k]);
+            put_q(fp, v);
+        }
+        fputs("}\n", fp);
+    }
+    fputs(fit_n_resid(f) ? "residuals:\n" : "residuals: {}\n", fp);
+    for (size_t i = 0; i < fit_n_resid(f); i++) {
+        const fit_resid_t *r = fit_resid_at(f, i);
+        fputs("  ", fp);
+        put_q(fp, r->name);
+        fprintf(fp, ": {n: %zu, rms_rel: %.4g, max_rel: %.4g}\n", r->n, r->rms_rel, r->max_rel);
+    }
+    fputs(fit_n_notes(f) ? "notes:\n" : "notes: []\n", fp);
+    for (size_t i = 0; i < fit_n_notes(f); i++) {
+        fputs("  - ", fp);
+        put_q(fp, fit_note_at(f, i));
+        fputc('\n', fp);
+    }
+}
+
+/* The profile as YAML; with sections false, sources/residuals/notes are comment lines (for a
+ * calibration loader that accepts only profile, hardware and params). */
+static void profile_emit(FILE *fp, const fit_t *f, const kbset_t *set, const profile_info_t *info, bool sections)
+{
+    emit_params(fp, f, set, info);
+    if (sections) {
+        emit_sections(fp, f, set, info);
+        return;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&buf, &len);
+    if (ms) {
+        emit_sections(ms, f, set, info);
+        fclose(ms);
+    }
+    fputs("# The provenance sections below are comments: this models/calib.c does not accept them as keys.\n", fp);
+    for (const char *p = buf ? buf : ""; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        fprintf(fp, "# %.*s\n", (int)n, p);
+        p += n + (nl != NULL);
+    }
+    free(buf);
+}
+
+/* The profile text, with or without real sections. */
+static char *render(const fit_t *f, const kbset_t *set, const profile_info_t *info, bool sections)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&buf, &len);
+    if (!ms) return NULL;
+    profile_emit(ms, f, set, info, sections);
+    if (fclose(ms)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int profile_write(const char *path, const fit_t *f, const kbset_t *set, const profile_info_t *info,
+                  bool *as_comments, err_t *e)
+{
+    *as_comments = false;
+    char *text = render(f, set, info, true);
+    if (!text) return err_set(e, ERR_NOMEM, "profile: out of memory");
+    calib_t *c = NULL;
+    err_t le;
+    if (calib_load_string(path, text, &c, &le)) {
+        free(text);
+        text = render(f, set, info, false);
+        if (!text) return err_set(e, ERR_NOMEM, "profile: out of memory");
+        *as_comments = true;
+        if (calib_load_string(path, text, &c, e)) {
+            free(text);
+            return err_prefix(e, "profile: the calibration loader rejects the fitted parameters (nothing written)");
+        }
+    }
+    calib_free(c);
+    int rc = atomicio_write(path, text, strlen(text), e);
+    free(text);
+    return rc;
+}

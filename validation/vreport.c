@@ -1,0 +1,208 @@
+#include "validation/vreport.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomicio.h"
+#include "validation/plot.h"
+
+#ifndef ODSIM_VERSION
+#define ODSIM_VERSION "unknown"
+#endif
+
+static void provenance(FILE *fp, const vreport_info_t *info, const char *comment)
+{
+    fprintf(fp, "%sodsim %s validate; data %s; held-out rule %s (fnv1a %016llx)\n", comment, ODSIM_VERSION,
+            info->data_dir, info->heldout_path, (unsigned long long)info->heldout_hash);
+    fprintf(fp, "%scalibration %s (hash %016llx)\n", comment, info->calib_path, (unsigned long long)info->calib_hash);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static void fmt_err(char *buf, size_t n, double v)
+{
+    if (isnan(v)) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%+.1f", v);
+}
+
+void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
+{
+    provenance(fp, info, "# ");
+    fprintf(fp, "\n%-22s %-20s %-13s %9s %10s %21s %10s %7s %10s %10s %7s %11s %11s %7s\n", "group", "case", "op", "n_tokens",
+            "meas p50", "(p10..p90)", "pred p50", "err%", "meas p99", "pred p99", "err%", "meas tput/s", "pred tput/s", "err%");
+    for (size_t i = 0; i < cmp_n_cases(c); i++) {
+        const cmp_case_t *cs = cmp_case_at(c, i);
+        char where[64], e1[16], e2[16], e3[16], sp[48];
+        snprintf(where, sizeof where, "%s:%d", base_name(cs->row->file), cs->row->line);
+        snprintf(sp, sizeof sp, "(%.4g..%.4g)", cs->meas_p10_us, cs->meas_p90_us);
+        fmt_err(e1, sizeof e1, cs->err_p50_pct);
+        fmt_err(e2, sizeof e2, cs->err_p99_pct);
+        fmt_err(e3, sizeof e3, cs->err_tput_pct);
+        fprintf(fp, "%-22s %-20s %-13s %9.0f %10.4g %21s %10.4g %7s %10.4g %10.4g %7s %11.4g %11.4g %7s%s\n", cs->group, where,
+                cs->row->op_name, cs->row->n_tokens, cs->meas_p50_us, sp, cs->pred.p50_us, e1, cs->meas_p99_us,
+                cs->pred.p99_us, e2, cs->meas_tput_per_s, cs->pred.tput_per_s, e3, *cs->flags ? "  [flagged]" : "");
+        if (!cs->ok) fprintf(fp, "%-22s   no prediction: %s\n", "", cs->error);
+    }
+    fprintf(fp, "\n%-24s %6s %7s %8s %14s %14s %12s %12s %12s\n", "group summary", "cases", "failed", "flagged",
+            "median |err|%", "max |err|%", "p50 med/max", "p99 med/max", "tput med/max");
+    for (size_t i = 0; i < cmp_n_groups(c); i++) {
+        const cmp_group_t *g = cmp_group_at(c, i);
+        char a[32], b[32], d[32];
+        snprintf(a, sizeof a, "%.1f/%.1f", g->p50.median_abs_err_pct, g->p50.max_abs_err_pct);
+        snprintf(b, sizeof b, "%.1f/%.1f", g->p99.median_abs_err_pct, g->p99.max_abs_err_pct);
+        snprintf(d, sizeof d, "%.1f/%.1f", g->tput.median_abs_err_pct, g->tput.max_abs_err_pct);
+        fprintf(fp, "%-24s %6zu %7zu %8zu %14.2f %14.2f %12s %12s %12s\n", g->name, g->n_cases, g->n_failed, g->n_flagged,
+                g->all.median_abs_err_pct, g->all.max_abs_err_pct, a, b, d);
+    }
+    /* Flags, summarised: each parameter once, with how many cases used it assumed or out of range
+     * (every case's own list is in the JSON). */
+    typedef struct flag_count {
+        char key[160];
+        size_t n;
+    } flag_count_t;
+    flag_count_t *fc = NULL;
+    size_t n_fc = 0;
+    for (size_t i = 0; i < cmp_n_cases(c); i++) {
+        const char *p = cmp_case_at(c, i)->flags;
+        while (*p) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            char line[512], key[160];
+            snprintf(line, sizeof line, "%.*s", (int)n, p);
+            p += n + (nl != NULL);
+            char name[96] = "";
+            if (sscanf(line, " %95s", name) != 1) continue;
+            snprintf(key, sizeof key, "%-26s %s", name,
+                     strstr(line, "outside") ? "used outside its fitted range" : strstr(line, "assumed") ? "assumed" : "flagged");
+            size_t k = 0;
+            while (k < n_fc && strcmp(fc[k].key, key)) k++;
+            if (k == n_fc) {
+                flag_count_t *nv = realloc(fc, (n_fc + 1) * sizeof *nv);
+                if (!nv) break;
+                fc = nv;
+                snprintf(fc[n_fc].key, sizeof fc[n_fc].key, "%s", key);
+                fc[n_fc++].n = 0;
+            }
+            fc[k].n++;
+        }
+    }
+    if (n_fc) fprintf(fp, "\n[flagged]: calibration parameters the predictions used outside their fitted range or assumed\n"
+                          "(cases; each case's own list is in the JSON report):\n");
+    for (size_t k = 0; k < n_fc; k++) fprintf(fp, "  %-64s %6zu\n", fc[k].key, fc[k].n);
+    free(fc);
+}
+
+static json_t *num_or_null(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+
+static json_t *stat_json(const cmp_stat_t *s)
+{
+    return json_pack("{s:I,s:o,s:o}", "n", (json_int_t)s->n, "median_abs_err_pct", num_or_null(s->median_abs_err_pct),
+                     "max_abs_err_pct", num_or_null(s->max_abs_err_pct));
+}
+
+int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *e)
+{
+    char hash[32], hhash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)info->calib_hash);
+    snprintf(hhash, sizeof hhash, "%016llx", (unsigned long long)info->heldout_hash);
+    json_t *summary = json_object(), *cases = json_array();
+    for (size_t i = 0; summary && i < cmp_n_groups(c); i++) {
+        const cmp_group_t *g = cmp_group_at(c, i);
+        json_object_set_new(summary, g->name,
+                            json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)g->n_cases, "failed",
+                                      (json_int_t)g->n_failed, "flagged", (json_int_t)g->n_flagged, "median_abs_err_pct",
+                                      num_or_null(g->all.median_abs_err_pct), "max_abs_err_pct",
+                                      num_or_null(g->all.max_abs_err_pct), "p50", stat_json(&g->p50), "p99",
+                                      stat_json(&g->p99), "throughput", stat_json(&g->tput)));
+    }
+    for (size_t i = 0; cases && i < cmp_n_cases(c); i++) {
+        const cmp_case_t *cs = cmp_case_at(c, i);
+        json_t *m = json_pack("{s:o,s:o,s:o,s:o,s:o}", "p50_us", num_or_null(cs->meas_p50_us), "p10_us",
+                              num_or_null(cs->meas_p10_us), "p90_us", num_or_null(cs->meas_p90_us), "p99_us",
+                              num_or_null(cs->meas_p99_us), "throughput_per_s", num_or_null(cs->meas_tput_per_s));
+        json_t *p = json_pack("{s:o,s:o,s:o}", "p50_us", num_or_null(cs->pred.p50_us), "p99_us", num_or_null(cs->pred.p99_us),
+                              "throughput_per_s", num_or_null(cs->pred.tput_per_s));
+        json_t *er = json_pack("{s:o,s:o,s:o}", "p50_pct", num_or_null(cs->err_p50_pct), "p99_pct",
+                               num_or_null(cs->err_p99_pct), "throughput_pct", num_or_null(cs->err_tput_pct));
+        json_array_append_new(cases, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:s,s:s}", "group", cs->group,
+                                               "file", cs->row->file, "line", cs->row->line, "suite", cs->row->suite, "op",
+                                               cs->row->op_name, "policy", cs->row->policy, "n_tokens",
+                                               num_or_null(cs->row->n_tokens), "ok", cs->ok, "error", cs->error, "measured", m,
+                                               "predicted", p, "error_pct", er, "flags", cs->flags, "scenario", cs->scenario));
+    }
+    json_t *root = summary && cases
+                       ? json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "odsim", ODSIM_VERSION, "data", info->data_dir,
+                                   "calibration", info->calib_path, "calibration_hash", hash, "heldout", info->heldout_path,
+                                   "heldout_fnv1a", hhash, "summary", summary, "cases", cases)
+                       : NULL;
+    if (!root) {
+        json_decref(summary);
+        json_decref(cases);
+        return err_set(e, ERR_NOMEM, "validate: out of memory (JSON)");
+    }
+    *out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    json_decref(root);
+    return *out ? ERR_OK : err_set(e, ERR_NOMEM, "validate: out of memory (JSON)");
+}
+
+static void csv_num(FILE *fp, double v)
+{
+    if (!isnan(v)) fprintf(fp, "%.8g", v);
+    fputc(',', fp);
+}
+
+int vreport_csv(const char *path, const cmp_t *c, const vreport_info_t *info, err_t *e)
+{
+    atomicio_t *a = NULL;
+    int rc = atomicio_open(path, &a, e);
+    if (rc) return rc;
+    FILE *fp = atomicio_file(a);
+    provenance(fp, info, "# ");
+    fputs("group,file,line,suite,op,policy,n_tokens,ok,meas_p50_us,meas_p10_us,meas_p90_us,meas_p99_us,meas_tput_per_s,"
+          "pred_p50_us,pred_p99_us,pred_tput_per_s,err_p50_pct,err_p99_pct,err_tput_pct,flagged\n",
+          fp);
+    for (size_t i = 0; i < cmp_n_cases(c); i++) {
+        const cmp_case_t *cs = cmp_case_at(c, i);
+        fprintf(fp, "%s,%s,%d,%s,%s,%s,", cs->group, cs->row->file, cs->row->line, cs->row->suite, cs->row->op_name,
+                cs->row->policy);
+        csv_num(fp, cs->row->n_tokens);
+        fprintf(fp, "%d,", cs->ok);
+        double v[] = {cs->meas_p50_us, cs->meas_p10_us, cs->meas_p90_us, cs->meas_p99_us, cs->meas_tput_per_s,
+                      cs->pred.p50_us, cs->pred.p99_us, cs->pred.tput_per_s, cs->err_p50_pct, cs->err_p99_pct,
+                      cs->err_tput_pct};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) csv_num(fp, v[k]);
+        fprintf(fp, "%d\n", *cs->flags != '\0');
+    }
+    return atomicio_commit(a, e);
+}
+
+int vreport_plot(const char *dir, const cmp_t *c, char *note, size_t note_len, err_t *e)
+{
+    size_t ng = cmp_n_groups(c), n = cmp_n_cases(c);
+    const char **names = malloc((ng + 1) * sizeof *names);
+    plot_point_t *pts = malloc((n + 1) * sizeof *pts);
+    if (!names || !pts) {
+        free(names);
+        free(pts);
+        return err_set(e, ERR_NOMEM, "validate: out of memory (plot)");
+    }
+    for (size_t g = 0; g < ng; g++) names[g] = cmp_group_at(c, g)->name;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const cmp_case_t *cs = cmp_case_at(c, i);
+        if (!cs->ok) continue;
+        size_t g = 0;
+        while (g < ng && strcmp(names[g], cs->group)) g++;
+        pts[k++] = (plot_point_t){g, cs->meas_p50_us, cs->meas_p10_us, cs->meas_p90_us, cs->pred.p50_us};
+    }
+    int rc = plot_pred_vs_meas(dir, "validate", "p50 (us; bars: measured p10..p90)", names, ng, pts, k, note, note_len, e);
+    free(names);
+    free(pts);
+    return rc;
+}

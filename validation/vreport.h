@@ -1,0 +1,33 @@
+/* vreport — the outputs of `odsim validate`: a text table, JSON, CSV and a predicted-vs-measured
+ * plot (gnuplot: SVG and PNG). Each records odsim's version, the calibration profile and its hash,
+ * the data directory and the held-out rule's hash; the JSON and CSV carry each case's scenario. */
+#ifndef ODSIM_VALIDATION_VREPORT_H
+#define ODSIM_VALIDATION_VREPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "common/err.h"
+#include "validation/compare.h"
+
+typedef struct vreport_info {
+    const char *data_dir, *calib_path, *heldout_path;
+    uint64_t calib_hash, heldout_hash;
+} vreport_info_t;
+
+/* The per-case table and the group summaries, as text. */
+void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info);
+
+/* The whole report as JSON text (*out heap, caller frees): {"odsim", "calibration", ...,
+ * "summary": {GROUP: {"n", "failed", "flagged", "median_abs_err_pct", "max_abs_err_pct",
+ * "p50": {...}, "p99": {...}, "throughput": {...}}}, "cases": [...]}. Errors: ERR_NOMEM. */
+int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *e);
+
+/* One CSV row per case, written atomically. Errors: ERR_IO. */
+int vreport_csv(const char *path, const cmp_t *c, const vreport_info_t *info, err_t *e);
+
+/* Writes DIR/validate.dat and .gp, and runs gnuplot for DIR/validate.svg and .png (p50).
+ * Returns ERR_OK with *note set to a message when gnuplot is missing or fails (the plot is
+ * optional); *note is "" otherwise. Errors: ERR_IO (the data or script could not be written). */
+int vreport_plot(const char *dir, const cmp_t *c, char *note, size_t note_len, err_t *e);
+
+#endif
