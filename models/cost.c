@@ -71,6 +71,8 @@ int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gp
     if (!rc) rc = hwinst_res(sim, name, &out->flops_bf16, e);
     snprintf(name, sizeof name, "gpu%d.flops_fp8", gpu);
     out->flops_fp8 = sim_res_find(sim, name);
+    snprintf(name, sizeof name, "gpu%d.rows", gpu);
+    if (!rc) rc = hwinst_res(sim, name, &out->rows, e);
     if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, 1.0, out->h2d, &out->n_h2d, e);
     if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, c->gather_duplex_coef, out->gather, &out->n_gather, e);
     if (!rc) rc = hwinst_path_d2h(hw, sim, gpu, src, out->d2h, &out->n_d2h, e);
@@ -110,7 +112,8 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         set_uses(op, p->gather, p->n_gather);
         double blocks_rate = c->gather_blocks * c->gather_block_Bps;
         double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
-        op->cost.cap_rate = fmin(c->gather_peak_Bps, fmin(blocks_rate, rows_rate));
+        op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate);
+        if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
         op->cost.latency_ps = cost_ps(c->gather_latency_s);
         op->weight = c->gather_weight;
         op->launch_ps = cost_ps(c->launch_s);
@@ -120,7 +123,7 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
             calib_note(c->cal, "gather_block_GBps", c->gather_blocks);
             calib_note(c->cal, "gather_blocks", NAN);
         }
-        if (op->cost.cap_rate == rows_rate) {
+        if (rows_rate < op->cost.cap_rate) {
             for (int i = 0; i < 4; i++) calib_note(c->cal, gather_row_names[i], piece);
             if (region_bytes > 17179869184.0) calib_note_outside(c->cal, gather_row_names[3]);
         }

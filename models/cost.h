@@ -8,7 +8,9 @@
  *   copy engine, batched pieces:    ce_latency + pieces·cebatch_piece + bytes / link
  *   SM zero-copy gather of rows:    gather_latency + bytes / min(gather_peak, blocks·gather_block,
  *                                   rows_per_s(region)·row_bytes), over the link, duplex coefficient
- *                                   gather_duplex_coef, weight gather_weight against copies' ce_weight
+ *                                   gather_duplex_coef, weight gather_weight against copies' ce_weight;
+ *                                   the row rate is the GPU's shared gpu{g}.rows resource (concurrent
+ *                                   gathers split it), the other two are the flow's own cap
  *   kernel:                         latency + max(bytes / (mem_eff·hbm), flops / (kernel_compute_eff·peak)),
  *                                   latency and mem_eff per kernel kind (<kind>_latency_us, <kind>_mem_eff)
  *                                   where declared, top-k topk_latency with kernel_mem_eff, else kernel_*
@@ -54,6 +56,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e);
 /* The constraints of one GPU's paths, resolved in a simulator (models/hwinst.h names). */
 typedef struct cost_paths {
     sim_res_t hbm, flops_bf16, flops_fp8;  /* flops_fp8 −1 when the GPU has none */
+    sim_res_t rows;                        /* the GPU's shared gather row rate (gpu{g}.rows) */
     plan_use_t h2d[PLAN_MAX_USES], gather[PLAN_MAX_USES], d2h[PLAN_MAX_USES];
     uint8_t n_h2d, n_gather, n_d2h;
 } cost_paths_t;

@@ -8,6 +8,8 @@
  *                  gpu{g}.flops_bf16  FLOP/s   bf16_TFLOPS
  *                  gpu{g}.flops_fp8   FLOP/s   fp8_TFLOPS (absent when 0: no FP8)
  *                  gpu{g}.sm          SM       sm_count, for the executor's SM-share policies
+ *                  gpu{g}.rows        share    1: the row rate of SM zero-copy gathers, shared by all of
+ *                                              the GPU's gathers (each consumes 1/rows_per_s per row)
  *   per switch s:  switch{s}.up_h2d, switch{s}.up_d2h   B/s  the uplink shared by gpus_per_switch
  *                  GPUs (h2d_GBps, d2h_GBps of the link); only when gpus_per_switch > 1; GPU g sits
  *                  behind switch g / gpus_per_switch

@@ -482,7 +482,7 @@ static void op_finish(xop_t *o)
             .t_launch_ps = o->t_launch, .t_start_ps = o->t_start, .t_end_ps = o->t_end,
             .track = o->op.n_uses ? o->op.uses[0].res : -1};
     }
-    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec == PLAN_EXEC_GPU) {
+    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec != PLAN_EXEC_CPU) {
         gpu_t *g = r->gpu;
         if (--g->owner_running == 0) {
             g->owner = NULL;
@@ -563,7 +563,7 @@ static void op_begin_flow(xop_t *o)
 }
 
 /* Starts o when it is launched, its predecessors (and stream predecessor) are done, and — between
- * separate processes — the GPU is not held by another context. */
+ * separate processes — the GPU is not held by another context (host-thread ops are not sliced). */
 static void op_try_start(xop_t *o)
 {
     if (!o->launched || o->pending || o->started || o->waiting_gpu) return;
@@ -572,7 +572,7 @@ static void op_try_start(xop_t *o)
     o->t_ready = sim_now(x->sim);
     /* Time an op was held back only by its launch is the launch thread's doing. */
     if (o->t_launch > o->t_deps) x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_LAUNCH] += (double)(o->t_launch - o->t_deps);
-    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec == PLAN_EXEC_GPU) {
+    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec != PLAN_EXEC_CPU) {
         gpu_t *g = r->gpu;
         bool others_waiting = g->waits.head < g->waits.n;
         if (g->owner && (g->owner != r->ctx || others_waiting)) {

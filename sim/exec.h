@@ -8,8 +8,9 @@
  *     new segment and its launch waits for its predecessors);
  *   - an op starts when launched, its predecessors are done and the previous op of its stream is done;
  *     it then runs as one fluid flow over its resources (sim/sim.h);
- *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their GPU kernels
- *     are time-sliced (never overlap; granted first come, first served); copies still overlap;
+ *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their GPU work,
+ *     kernels and copies alike, is time-sliced (contexts never overlap; granted first come, first
+ *     served): on the measured H200, 16 processes looping steps scale 16.3x, not less;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
  *     share one launch thread, MPS clients have one each;
  *   - lockstep and continuous batching (EXEC_LOCKSTEP, EXEC_CONTINUOUS) run one iteration at a time

@@ -129,7 +129,7 @@ Test(exec, n_sessions_on_one_link_take_n_times_as_long)
 
 /* Two sessions whose kernels use different resources: as streams they overlap (1 s a step), as
  * separate processes they are time-sliced (each step waits for the other's kernel: 2 s a step
- * once both run) — copies would still overlap. */
+ * once both run). */
 Test(exec, processes_time_slice_kernels)
 {
     exec_mode_t modes[2] = {EXEC_STREAMS, EXEC_PROCESSES};
