@@ -101,6 +101,8 @@ static const cfg_param_t probe_params[] = {
     P("sessions", CFG_T_INT, scn_probe_t, sessions, "1", 1, 1e6, "concurrent sessions"),
     P("steps", CFG_T_INT, scn_probe_t, steps, "20", 1, 1e9, "plans per session"),
     P("streams", CFG_T_INT, scn_probe_t, streams, "1", 1, 256, "streams"),
+    P("zero_copy", CFG_T_BOOL, scn_probe_t, zero_copy, "false", 1, 0,
+      "op probes: the kernel reads its bytes straight from pinned host memory (an SM zero-copy stream)"),
 };
 
 int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e)

@@ -2,6 +2,7 @@
  * study. An `op` probe runs one op per plan: a raw transfer built by the cost forms from the row's
  * pieces and region, or the ops of that kind from the method's own one-layer plan at the row's
  * context. Layer and session steps are the method's plans without the per-step LM head. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,23 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
     return plan_add(out, &op, NULL, 0, NULL, e);
 }
 
+/* The kernel reads its bytes over the link as an SM zero-copy stream (large contiguous pieces, the
+ * region they span), so the link and the gather's ceilings bound it, not HBM. */
+static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, plan_op_t *op, err_t *e)
+{
+    if (pp->paths_sim != sim) {
+        int rc = cost_paths_resolve(&pp->cost, pp->hw, sim, gpu, HWINST_DRAM, &pp->paths, e);
+        if (rc) return rc;
+        pp->paths_sim = sim;
+    }
+    double bytes = op->bytes_hbm, piece = 131072;
+    uint16_t kind = op->kind, layer = op->layer;
+    cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, op);
+    op->kind = kind;
+    op->layer = layer;
+    return ERR_OK;
+}
+
 /* The ops of the probe's kind from the method's plan of one layer at the probe's context, one after
  * another (kbench times a layer's stage as a whole: its GEMMs are QKV, then O and the MLP). */
 static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
@@ -59,8 +77,9 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
     for (uint32_t i = 0; i < pp->tmp.n_ops && !rc; i++) {
         plan_op_t op = pp->tmp.ops[i];
         if (op.kind != pp->kind) continue;
+        if (pp->pb.zero_copy) rc = as_zero_copy(pp, sim, gpu, &op, e);
         uint32_t prev = out->n_ops - 1;
-        rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
+        if (!rc) rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
     }
     if (rc || out->n_ops) return rc;
     return err_set(e, ERR_INVAL, "probe: the %s plan at %llu tokens has no '%s' op (variant '%s')",

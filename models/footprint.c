@@ -11,7 +11,8 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
     double n_off = fmax(0.0, (double)context - W);
     memset(o, 0, sizeof *o);
     double row = c->method == METHOD_DENSE ? 2.0 * d * llm_dtype_bytes((llm_dtype_t)c->kv_dtype) : method_kv_row_bytes(mt);
-    o->host_kv_bytes = n_off * m->layers * H * row;
+    double kv_bytes = n_off * m->layers * H * row;
+    o->host_kv_bytes = c->kv_placement == KV_HBM ? 0 : kv_bytes;
     double buf_max = 0;
     for (int l = 0; l < m->layers; l++) {
         double hb, bb;
@@ -27,7 +28,7 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
     o->host_bytes = o->host_kv_bytes + o->host_index_bytes;
     o->hbm_tail_bytes = fmin((double)context, W) * m->layers * H * 2.0 * d * 2.0;
     o->hbm_buffer_bytes = buf_max;
-    o->hbm_bytes = o->hbm_index_bytes + o->hbm_tail_bytes + o->hbm_buffer_bytes;
+    o->hbm_bytes = o->hbm_index_bytes + o->hbm_tail_bytes + o->hbm_buffer_bytes + (c->kv_placement == KV_HBM ? kv_bytes : 0);
     o->hbm_weight_bytes = llm_weight_bytes(m, (llm_dtype_t)c->weight_dtype);
 }
 

@@ -12,6 +12,7 @@ static const char *const store_names[] = {"4bit", "bf16", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
+static const char *const kv_place_names[] = {"host", "hbm", NULL};
 
 #define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
 static const cfg_param_t method_params[] = {
@@ -41,6 +42,8 @@ static const cfg_param_t method_params[] = {
        "sparse prefill: rows per KV head per chunk in units of k (assumed)"),
     P_("prefetch", CFG_T_INT, prefetch, "1", 0, 8, NULL, "layers of index/K-V fetched ahead (buffers per layer - 1)"),
     P_("tier", CFG_T_ENUM, tier, "dram", 1, 0, tier_names, "where host-side K/V and index live: host DRAM or the CXL tier"),
+    P_("kv_placement", CFG_T_ENUM, kv_placement, "host", 1, 0, kv_place_names,
+       "K/V offloaded to the host (read over the link), or kept whole in HBM (winners read in place)"),
     P_("seed", CFG_T_INT, seed, "1", 0, 1e18, NULL, "seed of the Fathom planner's statistics"),
     P_("queries", CFG_T_INT, queries, "512", 16, 1e7, NULL, "queries sampled by the Fathom planner's statistics"),
 };
@@ -356,17 +359,18 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     double tf = (double)method_flushed_tokens(mt, context, new_tokens);
     double sh_bits, sb_bits;
     split_bits(mt, layer, true, &sh_bits, &sb_bits);
+    bool kv_hbm = c->kv_placement == KV_HBM;
     if (tf > 0) {
-        double kv = c->method == METHOD_DENSE ? dense_row : row;
+        double kv = kv_hbm ? 0 : c->method == METHOD_DENSE ? dense_row : row;
         o->flush_bytes = tf * H * (kv + sh_bits / 8.0);
-        o->flush_pieces = (mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) + (sh_bits > 0 ? H : 0);
+        o->flush_pieces = (kv_hbm ? 0 : mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) + (sh_bits > 0 ? H : 0);
         if (c->method != METHOD_DENSE) o->quantize_bytes = tf * H * (d * 2.0 + (sh_bits + sb_bits) / 8.0);
     }
 
     if (exact) {
-        o->kv_host_bytes = n_off * H * dense_row;
-        o->kv_pieces = n_off > 0 ? (mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) : 0;
-        o->attn_hbm_bytes = o->kv_host_bytes;
+        o->attn_hbm_bytes = n_off * H * dense_row;
+        o->kv_host_bytes = kv_hbm ? 0 : o->attn_hbm_bytes;
+        o->kv_pieces = n_off > 0 && !kv_hbm ? (mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) : 0;
         o->attn_flops = 4.0 * d * Hq * n_off * nt + (prefill ? 2.0 * d * Hq * nt * nt : 0);
         return;
     }
@@ -396,7 +400,7 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     if (n_off <= 0) units = 0;
     double rows_per_head = fmin(units * P, n_off);
     o->winner_rows = rows_per_head * H;
-    o->winner_host_bytes = o->winner_rows * row;
+    o->winner_host_bytes = kv_hbm ? 0 : o->winner_rows * row;
     switch (mt->layout) {
     case LAYOUT_SPLIT: o->winner_pieces = 2.0 * units * H; break;
     case LAYOUT_INTERLEAVED:
@@ -404,7 +408,8 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     case LAYOUT_TOKEN: o->winner_pieces = units; break;
     case LAYOUT_DEFAULT: break;
     }
-    o->attn_hbm_bytes = o->winner_host_bytes;
+    if (kv_hbm) o->winner_pieces = 0;
+    o->attn_hbm_bytes = o->winner_rows * row;
     double rows_per_query = fmin(fmin(k, n_off), rows_per_head);
     o->attn_flops = 4.0 * d * Hq * rows_per_query * nt + (prefill ? 2.0 * d * Hq * nt * nt : 0);
 }

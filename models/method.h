@@ -44,6 +44,7 @@ typedef enum { FETCH_SM = 0, FETCH_CE } method_fetch_t;
 typedef enum { PREFILL_EXACT = 0, PREFILL_SPARSE } method_prefill_t;
 typedef enum { TIER_DRAM = 0, TIER_CXL } method_tier_t;
 typedef enum { PLACE_HOST = 0, PLACE_HBM, PLACE_LAYERS, PLACE_PLANES } method_place_t;
+typedef enum { KV_HOST = 0, KV_HBM } method_kv_place_t;
 
 /* A method as a scenario or the command line gives it (cfg_bind; see method_cfg_describe). */
 typedef struct method_cfg {
@@ -66,6 +67,7 @@ typedef struct method_cfg {
     double prefill_union;   /* sparse prefill: rows per KV head per chunk, in units of k */
     int64_t prefetch;       /* index/KV buffers per layer ahead of use (≥ 1: prefetch a layer early) */
     int tier;               /* method_tier_t: where host-side K/V and index live */
+    int kv_placement;       /* method_kv_place_t: K/V offloaded to the host, or kept whole in HBM */
     int64_t seed;           /* Fathom statistics seed */
     int64_t queries;        /* Fathom statistics queries */
 } method_cfg_t;

@@ -166,6 +166,20 @@ static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
     return ERR_OK;
 }
 
+/* A copy-engine fetch of per-query planes: the host needs the plan first, then issues one 2D copy
+ * per (KV head, active channel), one after another on the copy stream; each costs a copy setup and
+ * a host issue. */
+static void per_channel_copies(const provider_t *p, plan_op_t *op)
+{
+    const method_cfg_t *c = method_cfg(p->mt);
+    const fathom_stats_t *fs = method_fathom(p->mt);
+    double active = c->method == METHOD_FATHOM && fs ? fs->mean_active : method_budget_bits(p->mt) / 4.25;
+    double copies = fmax(1.0, active * method_llm(p->mt)->kv_heads);
+    op->host_sync = true;
+    op->cost.latency_ps = cost_ps(copies * p->cost.ce_latency_s);
+    op->launch_ps = cost_ps(copies * p->cost.copy_launch_s);
+}
+
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = resolve_paths(p, sim, gpu, e);
@@ -211,6 +225,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                 uint32_t dep = query_dependent ? wf : buf_free;
                 rc = add_transfer(&b, OPKIND_INDEX_FETCH, l, idx_form, true, ly.index_host_bytes, ly.index_pieces,
                                   ly.index_region_bytes, &dep, 1, &fetch);
+                if (!rc && query_dependent && idx_form == COST_CE) per_channel_copies(p, &out->ops[fetch]);
             }
             uint32_t scan, topk, win = UINT32_MAX;
             uint32_t sdeps[3] = {qkv, wf, fetch};
@@ -222,6 +237,8 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
             if (!rc && ly.winner_host_bytes > 0)
                 rc = add_transfer(&b, OPKIND_WINNER_FETCH, l, win_form, true, ly.winner_host_bytes, ly.winner_pieces,
                                   ly.kv_region_bytes, &topk, 1, &win);
+            else if (!rc && ly.winner_rows > 0) /* K/V in HBM: the winners are gathered in place */
+                rc = add_kernel(&b, OPKIND_WINNER_FETCH, l, 2.0 * ly.attn_hbm_bytes, 0, &topk, 1, &win);
             uint32_t adeps[3] = {topk, win, tail};
             if (!rc) rc = add_kernel(&b, OPKIND_ATTN_SPARSE, l, ly.attn_hbm_bytes, ly.attn_flops, adeps, 3, &attn);
         }

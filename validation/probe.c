@@ -94,10 +94,11 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
                        !strncmp(r->placement, "layers:", 7) || !strncmp(r->placement, "planes:", 7);
     if (index_place && strcmp(mname, "dense"))   /* dense keeps no index: its K/V placement is the probe's */
         put_str(fp, "placement", strncmp(r->placement, "hbm", 3) ? r->placement : "hbm");
-    /* Dense attention over K/V kept whole in HBM (kbench's hbm_all): every token in the dense HBM
-     * window, none offloaded. */
-    if (!strcmp(mname, "dense") && !strcmp(r->placement, "hbm_all") && r->n_tokens > 0) put_num(fp, "window", r->n_tokens);
-    if (strstr(r->policy, "fetch:sm")) fputs(", index_fetch: sm", fp);
+    /* kbench's hbm_all keeps K/V whole in HBM as well as the index. */
+    if (!strcmp(r->placement, "hbm_all")) fputs(", kv_placement: hbm", fp);
+    /* The concurrency suite fetches Fathom's and SparQ's planes with the SM (its CSV header says so). */
+    bool planes = !strcmp(mname, "fathom") || !strcmp(mname, "sparq");
+    if (strstr(r->policy, "fetch:sm") || (planes && !strcmp(r->suite, "concurrency"))) fputs(", index_fetch: sm", fp);
     else if (strstr(r->policy, "fetch:ce")) fputs(", index_fetch: ce", fp);
     fputs("}\n", fp);
     /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N". */
@@ -120,6 +121,10 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     put_num(fp, "blocks", r->blocks);
     put_str(fp, "placement", r->placement);
     put_str(fp, "layout", r->layout);
+    /* The kernels suite runs a scan or dense attention with its data on the host straight from
+     * pinned host memory; in a step the data is fetched first. */
+    if (!strcmp(r->suite, "kernels") && !strcmp(r->placement, "host") && (r->op == OPKIND_SCAN || r->op == OPKIND_ATTN_DENSE))
+        fputs(", zero_copy: true", fp);
     double sessions = fmax(isnan(r->procs) ? 1 : r->procs, isnan(r->streams) ? 1 : r->streams);
     put_num(fp, "sessions", sessions >= 1 ? sessions : 1);
     double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 200);

@@ -217,3 +217,19 @@ Test(bytes, invalid_combinations_are_errors)
     }
     th_machine_free(&t);
 }
+
+/* K/V kept whole in HBM: nothing crosses the link for K/V; attention reads the same rows in HBM. */
+Test(bytes, kv_in_hbm_reads_in_place)
+{
+    const char *yaml[] = {"{method: pertoken, budget: 136, k: 2048}", "{method: pertoken, budget: 136, k: 2048, kv_placement: hbm}",
+                          "{method: dense}", "{method: dense, kv_placement: hbm}"};
+    sums_t s[4];
+    double budget;
+    for (int i = 0; i < 4; i++) plan_sums("qwen3-8b", yaml[i], 32768, 1, PLAN_DECODE, &s[i], &budget);
+    cr_assert_gt(s[0].winner, 0);
+    cr_assert_eq(s[1].winner, 0);
+    cr_assert_float_eq(s[1].hbm_attn, s[0].hbm_attn, 1e-3);
+    cr_assert_float_eq(s[2].kv, 4.83e9, 0.01e9, "dense reads %g B of K/V over the link", s[2].kv);
+    cr_assert_eq(s[3].kv, 0);
+    cr_assert_float_eq(s[3].hbm_attn, s[2].hbm_attn, 1e-3);
+}

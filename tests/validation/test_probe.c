@@ -49,7 +49,7 @@ Test(probe, layer_step_of_a_kbench_method)
     r.model = "qwen3-8b";
     r.reps = 30;
     char *y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", placement: \"hbm\", index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", placement: \"hbm\", kv_placement: hbm, index_fetch: ce}"), "%s", y);
     cr_assert(strstr(y, "what: layer_step"), "%s", y);
     cr_assert(strstr(y, "n_tokens: 1048576"), "%s", y);
     cr_assert(strstr(y, "placement: \"hbm_all\""), "%s", y);
@@ -87,7 +87,7 @@ Test(probe, concurrent_sessions_and_landmark_pages)
     free(y);
 }
 
-Test(probe, dense_with_kv_in_hbm_is_all_window)
+Test(probe, dense_with_kv_in_hbm_keeps_it_there)
 {
     kbrow_t r = blank();
     r.suite = "step";
@@ -98,6 +98,6 @@ Test(probe, dense_with_kv_in_hbm_is_all_window)
     r.placement = "hbm_all";
     r.policy = "fetch:none";
     char *y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"dense\", window: 131072}"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"dense\", kv_placement: hbm}"), "%s", y);
     free(y);
 }
