@@ -47,6 +47,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("gemm_latency_us", gemm_latency_s, 1e-6),
+        F("sm_count", sm_count, 1),
 #undef F
     };
     memset(c, 0, sizeof *c);
@@ -73,6 +74,8 @@ int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gp
     out->flops_fp8 = sim_res_find(sim, name);
     snprintf(name, sizeof name, "gpu%d.rows", gpu);
     if (!rc) rc = hwinst_res(sim, name, &out->rows, e);
+    snprintf(name, sizeof name, "gpu%d.sm", gpu);
+    if (!rc) rc = hwinst_res(sim, name, &out->sm, e);
     if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, 1.0, out->h2d, &out->n_h2d, e);
     if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, c->gather_duplex_coef, out->gather, &out->n_gather, e);
     if (!rc) rc = hwinst_path_d2h(hw, sim, gpu, src, out->d2h, &out->n_d2h, e);
@@ -99,6 +102,13 @@ double cost_gather_rows_per_s(const cost_t *c, double region_bytes)
     return exp(log(c->gather_rows_ps[i]) + f * (log(c->gather_rows_ps[i + 1]) - log(c->gather_rows_ps[i])));
 }
 
+/* A kernel running alone at alone_rate (units of its work per second) fills the GPU's SMs. */
+static void sm_share(const cost_t *c, const cost_paths_t *p, double alone_rate, plan_op_t *op)
+{
+    if (alone_rate > 0 && isfinite(alone_rate) && op->n_uses < PLAN_MAX_USES)
+        op->uses[op->n_uses++] = (plan_use_t){p->sm, c->sm_count / alone_rate};
+}
+
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, plan_op_t *op)
 {
@@ -114,6 +124,7 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
         op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate);
         if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
+        sm_share(c, p, fmin(fmin(op->cost.cap_rate, rows_rate), c->h2d_Bps), op);
         op->cost.latency_ps = cost_ps(c->gather_latency_s);
         op->weight = c->gather_weight;
         op->launch_ps = cost_ps(c->launch_s);
@@ -174,6 +185,10 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
     } else {
         op->cost.work = 0;
     }
+    double peak = (t == LLM_FP8 && c->fp8_flops > 0) ? c->fp8_flops : c->bf16_flops;
+    double flops_rate = peak * c->kernel_compute_eff;
+    if (bytes > 0) sm_share(c, p, fmin(c->hbm_Bps * eff, flops > 0 ? flops_rate * bytes / flops : INFINITY), op);
+    else if (flops > 0) sm_share(c, p, flops_rate, op);
     op->cost.cap_rate = 0;
     op->cost.latency_ps = cost_ps(lat);
     op->weight = 1.0;
@@ -211,6 +226,7 @@ void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, 
     op->n_uses = 1;
     op->uses[0] = (plan_use_t){p->hbm, c->hbm_Bps / g->hbm_eff_Bps};
     cost_gemm_fn(g, 1, &op->cost);
+    sm_share(c, p, op->cost.cap_rate > 0 ? fmin(op->cost.cap_rate, g->hbm_eff_Bps) : g->hbm_eff_Bps, op);
     op->cost_fn = cost_gemm_fn;
     op->cost_model = g;
     op->weight = 1.0;

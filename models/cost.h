@@ -17,6 +17,8 @@
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
+ * Every kernel (gathers and GEMMs included) also takes the GPU's SMs in proportion to its rate: alone
+ * at full speed it fills them, so kernels of concurrent streams split the GPU while copies overlap.
  * Per-piece costs become rate caps (bytes / (pieces·t_piece + bytes/peak)), so an op stays one flow.
  * Every evaluation notes the parameters it used and the predictor value (calib_note). */
 #ifndef ODSIM_MODELS_COST_H
@@ -42,7 +44,7 @@ typedef struct cost {
     double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB */
     double gather_weight, gather_duplex_coef;
     double kernel_latency_s, kernel_mem_eff, kernel_compute_eff, gemm_mem_eff, gemm_compute_eff;
-    double topk_latency_s, gemm_latency_s;
+    double topk_latency_s, gemm_latency_s, sm_count;
     /* per kernel kind (models/opkind.h): its own fixed time and HBM efficiency, read from
      * <kind>_latency_us and <kind>_mem_eff where the catalogs declare them, else kernel_* */
     double kind_latency_s[OPKIND_COUNT], kind_mem_eff[OPKIND_COUNT];
@@ -57,6 +59,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e);
 typedef struct cost_paths {
     sim_res_t hbm, flops_bf16, flops_fp8;  /* flops_fp8 −1 when the GPU has none */
     sim_res_t rows;                        /* the GPU's shared gather row rate (gpu{g}.rows) */
+    sim_res_t sm;                          /* the GPU's SMs (gpu{g}.sm): a kernel at its standalone
+                                            * rate fills them, so concurrent kernels share them */
     plan_use_t h2d[PLAN_MAX_USES], gather[PLAN_MAX_USES], d2h[PLAN_MAX_USES];
     uint8_t n_h2d, n_gather, n_d2h;
 } cost_paths_t;

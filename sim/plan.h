@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define PLAN_MAX_USES 6
+#define PLAN_MAX_USES 8
 
 /* Where an op executes. GPU ops are kernels (they occupy SMs and, between separate processes
  * without MPS, are time-sliced); COPY ops run on a copy engine; CPU ops on a host thread. */
