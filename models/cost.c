@@ -124,7 +124,9 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
         op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate);
         if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
-        sm_share(c, p, fmin(fmin(op->cost.cap_rate, rows_rate), c->h2d_Bps), op);
+        /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed
+         * by the row rate leaves room for other kernels */
+        sm_share(c, p, fmin(op->cost.cap_rate, c->h2d_Bps), op);
         op->cost.latency_ps = cost_ps(c->gather_latency_s);
         op->weight = c->gather_weight;
         op->launch_ps = cost_ps(c->launch_s);

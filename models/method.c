@@ -10,6 +10,7 @@ static const char *const select_names[] = {"kv_head", "query_head", "shared", "d
 static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
 static const char *const store_names[] = {"4bit", "bf16", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
+static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
@@ -36,7 +37,8 @@ static const cfg_param_t method_params[] = {
        "winner keys as 4-bit keys (d/2 + d/32 bytes) instead of K rows; host keeps K only at 4 bits"),
     P_("store", CFG_T_ENUM, store, "4bit", 1, 0, store_names, "sparq storage: 4-bit planes + scales, or bf16 channel-major"),
     P_("fetch", CFG_T_ENUM, fetch, "sm", 1, 0, fetch_names, "winner fetch: SM zero-copy gather or copy-engine batched copy"),
-    P_("index_fetch", CFG_T_ENUM, index_fetch, "ce", 1, 0, fetch_names, "index fetch: SM gather, or copy engine (contiguous/2D)"),
+    P_("index_fetch", CFG_T_ENUM, index_fetch, "auto", 1, 0, index_fetch_names,
+       "index fetch: SM gather, or copy engine (contiguous; for per-query planes one 2D copy per KV head and channel); auto: sm for sparq and fathom, else ce"),
     P_("prefill", CFG_T_ENUM, prefill, "exact", 1, 0, prefill_names, "prefill chunks: exact (all K/V) or sparse (scan per chunk)"),
     P_("prefill_union", CFG_T_DOUBLE, prefill_union, "8", 1, 1e9, NULL,
        "sparse prefill: rows per KV head per chunk in units of k (assumed)"),
@@ -230,6 +232,8 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
     method_t *mt = calloc(1, sizeof *mt);
     if (!mt) return err_set(e, ERR_NOMEM, "method: out of memory");
     mt->cfg = *cfg;
+    if (mt->cfg.index_fetch == FETCH_AUTO)
+        mt->cfg.index_fetch = cfg->method == METHOD_SPARQ || cfg->method == METHOD_FATHOM ? FETCH_SM : FETCH_CE;
     snprintf(mt->placement, sizeof mt->placement, "%s", cfg->placement ? cfg->placement : "host");
     mt->cfg.placement = mt->placement;
     mt->m = *m;

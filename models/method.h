@@ -40,7 +40,7 @@ extern const char *const method_names[];      /* NULL-terminated, in method_kind
 typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_DEFAULT } method_select_t;
 typedef enum { LAYOUT_SPLIT = 0, LAYOUT_INTERLEAVED, LAYOUT_TOKEN, LAYOUT_PAGE, LAYOUT_DEFAULT } method_layout_t;
 typedef enum { STORE_4BIT = 0, STORE_BF16 } method_store_t;
-typedef enum { FETCH_SM = 0, FETCH_CE } method_fetch_t;
+typedef enum { FETCH_SM = 0, FETCH_CE, FETCH_AUTO } method_fetch_t;
 typedef enum { PREFILL_EXACT = 0, PREFILL_SPARSE } method_prefill_t;
 typedef enum { TIER_DRAM = 0, TIER_CXL } method_tier_t;
 typedef enum { PLACE_HOST = 0, PLACE_HBM, PLACE_LAYERS, PLACE_PLANES } method_place_t;
@@ -62,7 +62,8 @@ typedef struct method_cfg {
     bool k_from_planes;     /* winner keys from 4-bit keys instead of bf16/fp8 rows */
     int store;              /* sparq: method_store_t */
     int fetch;              /* winner fetch: method_fetch_t */
-    int index_fetch;        /* index fetch from host: method_fetch_t (ce: contiguous or 2D copies) */
+    int index_fetch;        /* index fetch from host: method_fetch_t (ce: contiguous or 2D copies; auto:
+                             * sm for per-query planes, whose copies would be one per head and channel, else ce) */
     int prefill;            /* method_prefill_t */
     double prefill_union;   /* sparse prefill: rows per KV head per chunk, in units of k */
     int64_t prefetch;       /* index/KV buffers per layer ahead of use (≥ 1: prefetch a layer early) */

@@ -110,7 +110,7 @@ struct exec {
     sim_t *sim;
     exec_config_t cfg;
     gpu_t *gpus;
-    ctx_t shared_ctx;        /* streams and batching: one process per box */
+    ctx_t *gpu_ctx;          /* streams and batching: one process (host thread) per GPU */
     sess_t **sessions;
     size_t n_sessions, cap_sessions;
     exec_stats_t stats;
@@ -130,6 +130,14 @@ static void gpu_kick_batch(exec_t *x, gpu_t *g);
 static void mem_kick(exec_t *x, gpu_t *g);
 static void sess_blocked(sess_t *s);
 static void gpu_kick_later(exec_t *x, gpu_t *g);
+
+/* The per-GPU context every session of a streams or batching run shares (not to be freed alone). */
+static bool shared_ctx(const exec_t *x, const ctx_t *c)
+{
+    for (int g = 0; g < x->cfg.n_gpus; g++)
+        if (c == &x->gpu_ctx[g]) return true;
+    return false;
+}
 
 static void fail(exec_t *x, int code, const char *what)
 {
@@ -947,7 +955,7 @@ static void gpu_kick_batch(exec_t *x, gpu_t *g)
     if (m) {
         err_t e;
         g->iterating = true;
-        if (run_start(x, g, &x->shared_ctx, taken, m, &e)) fail_err(x, &e);
+        if (run_start(x, g, &x->gpu_ctx[g->index], taken, m, &e)) fail_err(x, &e);
     }
     for (uint32_t i = n - blocked; i < n; i++) sess_blocked(taken[i]);
     free(taken);
@@ -1066,6 +1074,7 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     x->sim = sim;
     x->cfg = *cfg;
     x->gpus = calloc((size_t)cfg->n_gpus, sizeof *x->gpus);
+    x->gpu_ctx = calloc((size_t)cfg->n_gpus, sizeof *x->gpu_ctx);
     x->stats.n_lost = sim_res_count(sim) + EXEC_LOST_EXTRA;
     x->stats.lost_ps = calloc(x->stats.n_lost, sizeof *x->stats.lost_ps);
     x->stats.step_s = hist_new();
@@ -1076,7 +1085,7 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (cfg->hbm_pool && (x->hbm_pool = malloc((size_t)cfg->n_gpus * sizeof *x->hbm_pool)))
         memcpy(x->hbm_pool, cfg->hbm_pool, (size_t)cfg->n_gpus * sizeof *x->hbm_pool);
     x->cfg.hbm_pool = x->hbm_pool;
-    if (!x->gpus || !x->stats.lost_ps || !x->stats.step_s || !x->stats.ttft_s || !x->stats.prefill_chunk_s ||
+    if (!x->gpus || !x->gpu_ctx || !x->stats.lost_ps || !x->stats.step_s || !x->stats.ttft_s || !x->stats.prefill_chunk_s ||
         !x->stats.admit_wait_s || !x->stats.session_tps || (cfg->hbm_pool && !x->hbm_pool)) {
         exec_free(x);
         return err_set(e, ERR_NOMEM, "exec: out of memory");
@@ -1084,6 +1093,7 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     for (int g = 0; g < cfg->n_gpus; g++) {
         x->gpus[g].index = g;
         x->gpus[g].x = x;
+        x->gpu_ctx[g].x = x;
     }
     *out = x;
     return ERR_OK;
@@ -1104,7 +1114,7 @@ void exec_free(exec_t *x)
     if (!x) return;
     while (x->runs) run_free(x->runs);
     for (size_t i = 0; i < x->n_sessions; i++) {
-        if (x->sessions[i]->ctx != &x->shared_ctx) free(x->sessions[i]->ctx);
+        if (!shared_ctx(x, x->sessions[i]->ctx)) free(x->sessions[i]->ctx);
         sess_free(x->sessions[i]);
     }
     free(x->sessions);
@@ -1114,6 +1124,7 @@ void exec_free(exec_t *x)
         free(x->gpus[g].admitq);
     }
     free(x->gpus);
+    free(x->gpu_ctx);
     free(x->stats.lost_ps);
     hist_free(x->stats.step_s);
     hist_free(x->stats.ttft_s);
@@ -1151,7 +1162,7 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     if (!rc && !s) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     if (!rc && !(s->turns = malloc(spec->n_turns * sizeof *s->turns))) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     bool own_ctx = x->cfg.mode == EXEC_PROCESSES || x->cfg.mode == EXEC_MPS;
-    ctx_t *c = rc ? NULL : own_ctx ? calloc(1, sizeof *c) : &x->shared_ctx;
+    ctx_t *c = rc ? NULL : own_ctx ? calloc(1, sizeof *c) : &x->gpu_ctx[spec->gpu];
     if (c) c->x = x;
     if (!rc && !c) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     if (!rc && push_ptr((void ***)&x->sessions, &x->n_sessions, &x->cap_sessions, s)) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
@@ -1161,7 +1172,7 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
             spec->provider.ops->destroy(spec->provider.self, &env);
         }
         if (s) free(s->turns);
-        if (c != &x->shared_ctx) free(c);
+        if (c && !shared_ctx(x, c)) free(c);
         free(s);
         return rc;
     }
@@ -1204,10 +1215,12 @@ const exec_stats_t *exec_stats(const exec_t *x)
         st->open_slo_ok += open == 1;
         st->open_slo_missed += open == 0;
     }
-    st->launch_busy_ps = (double)x->shared_ctx.busy_ps;
-    st->launch_threads = x->cfg.mode == EXEC_PROCESSES || x->cfg.mode == EXEC_MPS ? (uint32_t)x->n_sessions : 1;
+    bool own = x->cfg.mode == EXEC_PROCESSES || x->cfg.mode == EXEC_MPS;
+    st->launch_busy_ps = 0;
+    for (int g = 0; !own && g < x->cfg.n_gpus; g++) st->launch_busy_ps += (double)x->gpu_ctx[g].busy_ps;
+    st->launch_threads = own ? (uint32_t)x->n_sessions : (uint32_t)x->cfg.n_gpus;
     for (size_t i = 0; i < x->n_sessions; i++)
-        if (x->sessions[i]->ctx != &x->shared_ctx) st->launch_busy_ps += (double)x->sessions[i]->ctx->busy_ps;
+        if (own) st->launch_busy_ps += (double)x->sessions[i]->ctx->busy_ps;
     return st;
 }
 

@@ -12,7 +12,7 @@
  *     kernels and copies alike, is time-sliced (contexts never overlap; granted first come, first
  *     served): on the measured H200, 16 processes looping steps scale 16.3x, not less;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
- *     share one launch thread, MPS clients have one each;
+ *     share one launch thread per GPU (a serving process per GPU), MPS clients have one each;
  *   - lockstep and continuous batching (EXEC_LOCKSTEP, EXEC_CONTINUOUS) run one iteration at a time
  *     per GPU: the plans of the batched sessions are merged (equal merge keys execute once, their cost
  *     evaluated for the batch size). Lockstep waits for every live session on the GPU; continuous
