@@ -119,6 +119,9 @@ struct exec {
     size_t n_timeline, cap_timeline;
     sim_pool_t *hbm_pool;
     run_t *runs;             /* in flight (freed by exec_free when the simulation stops first) */
+    sess_t **arriving;       /* sessions arrived at this instant, admitted together by id */
+    size_t n_arriving, cap_arriving;
+    bool arrivals_pending;
 };
 
 static void run_kick_launch(run_t *r);
@@ -1047,15 +1050,56 @@ static void sess_plan_done(sess_t *s, sim_ps_t t_begin)
     if (sim_at(x->sim, at, turn_ready_ev, s, &e)) fail_err(x, &e);
 }
 
+static void sess_admit_first(sess_t *s)
+{
+    err_t e;
+    int rc = sess_try_admit(s, &e);
+    if (rc == ERR_CAPACITY) {
+        sess_wait_mem(s);
+        return;
+    }
+    if (rc) {
+        fail_err(s->x, &e);
+        return;
+    }
+    sess_start_turn(s);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = (*(sess_t *const *)a)->id, y = (*(sess_t *const *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Sessions arriving at one instant are admitted in session-id order, after every arrival of that
+ * instant: results do not depend on the order sessions were listed in. */
+static void arrivals_flush(sim_t *sim, void *arg)
+{
+    (void)sim;
+    exec_t *x = arg;
+    sess_t **batch = x->arriving;
+    size_t n = x->n_arriving;
+    x->arriving = NULL;
+    x->n_arriving = x->cap_arriving = 0;
+    x->arrivals_pending = false;
+    qsort(batch, n, sizeof *batch, by_id);
+    for (size_t i = 0; i < n; i++) sess_admit_first(batch[i]);
+    free(batch);
+}
+
 static void sess_arrive(sim_t *sim, void *arg)
 {
     sess_t *s = arg;
+    exec_t *x = s->x;
     s->t_arrive = sim_now(sim);
     err_t e;
-    int rc = sess_try_admit(s, &e);
-    if (rc == ERR_CAPACITY) { sess_wait_mem(s); return; }
-    if (rc) { fail_err(s->x, &e); return; }
-    sess_start_turn(s);
+    if (push_ptr((void ***)&x->arriving, &x->n_arriving, &x->cap_arriving, s)) {
+        fail(x, ERR_NOMEM, "exec: out of memory");
+        return;
+    }
+    if (x->arrivals_pending) return;
+    x->arrivals_pending = true;
+    if (sim_at(sim, sim_now(sim), arrivals_flush, x, &e)) fail_err(x, &e);
 }
 
 /* ---- public --------------------------------------------------------------------------------- */
@@ -1125,6 +1169,7 @@ void exec_free(exec_t *x)
     }
     free(x->gpus);
     free(x->gpu_ctx);
+    free(x->arriving);
     free(x->stats.lost_ps);
     hist_free(x->stats.step_s);
     hist_free(x->stats.ttft_s);

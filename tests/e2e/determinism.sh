@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The same inputs and seed give byte-identical output across -O2, -O0 and ASan+UBSan builds: the
-# engine's self-test trace and a small scenario's JSON results. And the order sessions are listed in
-# (placement aside) does not matter: shuffled turns of the same trace give the same result.
+# engine's self-test trace and a small scenario's JSON results; another seed gives other results.
+# (That the order sessions are listed in does not matter is tests/sim/test_exec.c's
+# exec/independent_of_listing_order.)
 set -euo pipefail
 cd "${ODSIM_ROOT:-.}"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

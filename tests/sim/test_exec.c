@@ -324,3 +324,43 @@ Test(exec, cyclic_plan_is_an_error)
     cr_assert_eq(sim_run(w.sim, SIM_TIME_NEVER, &e), ERR_CYCLE, "%s", e.msg);
     world_free(&w);
 }
+
+/* Results do not depend on the order sessions are listed in: three sessions of different sizes
+ * competing for memory (two fit) and one link give the same statistics whatever the listing order. */
+static void order_run(const int *order, double *last, double *wait_max, double *ttft_p99)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 2 * 110.0 + 1.0);
+    toy_t toys[3];
+    for (int j = 0; j < 3; j++) {
+        int i = order[j];
+        toys[i] = w.toy;
+        toys[i].hbm_per_token = 1.0;
+        toys[i].bytes = 1e9 * (i + 1);
+        exec_turn_t turn = {.arrival_s = -1, .decode_tokens = 2};
+        exec_session_spec_t spec = {.id = (uint64_t)i, .gpu = 0, .arrival_s = 0, .context_tokens = 100,
+                                    .final_tokens = 102 + (uint64_t)i * 4, .turns = &turn, .n_turns = 1,
+                                    .provider = {&toy_ops, &toys[i]}};
+        err_t e;
+        cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
+    }
+    world_run(&w);
+    const exec_stats_t *st = exec_stats(w.x);
+    *last = st->last_token_s;
+    *wait_max = hist_max(st->admit_wait_s);
+    *ttft_p99 = hist_quantile(st->ttft_s, 0.99);
+    world_free(&w);
+}
+
+Test(exec, independent_of_listing_order)
+{
+    static const int orders[3][3] = {{0, 1, 2}, {2, 1, 0}, {1, 2, 0}};
+    double ref[3];
+    order_run(orders[0], &ref[0], &ref[1], &ref[2]);
+    cr_assert_gt(ref[1], 0, "the third session must wait for memory");
+    for (int k = 1; k < 3; k++) {
+        double got[3];
+        order_run(orders[k], &got[0], &got[1], &got[2]);
+        for (int m = 0; m < 3; m++) cr_assert_eq(got[m], ref[m], "order %d, statistic %d: %.17g vs %.17g", k, m, got[m], ref[m]);
+    }
+}
