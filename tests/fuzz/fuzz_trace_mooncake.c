@@ -1,36 +1,6 @@
-/* libFuzzer target: the mooncake importer (from memory) on arbitrary bytes. It must import a trace whose
- * every session passes the checks, or report an error naming the input; stretching an imported trace
- * must keep every session valid. */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "traces/import.h"
+/* libFuzzer target: the mooncake importer (from memory) on arbitrary bytes (tests/fuzz/fuzz_import.h). */
+#include "tests/fuzz/fuzz_import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_all(const trace_t *t)
-{
-    trace_check_state_t st;
-    err_t e;
-    memset(&st, 0, sizeof st);
-    for (size_t i = 0; i < t->n_sessions; i++)
-        if (trace_session_check(&t->hdr, &t->sessions[i], &st, &e)) abort();
-}
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    trace_t t;
-    err_t e;
-    trace_import_opts_t o;
-    trace_import_opts_default(&o);
-    if (trace_import_mem(TRACE_FMT_MOONCAKE, "fuzz.in", (const char *)data, size, &o, &t, &e)) {
-        if (!strstr(e.msg, "fuzz.in")) abort(); /* every error names the input */
-        trace_free(&t);
-        return 0;
-    }
-    check_all(&t);
-    if (trace_scale(&t, 3.5, 0, &e) == 0) check_all(&t);
-    trace_free(&t);
-    return 0;
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_import(TRACE_FMT_MOONCAKE, data, size); }
