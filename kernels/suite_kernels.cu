@@ -6,6 +6,13 @@
  * lays its heads out at n-token strides inside it. Each row's ref_gbps is
  * the ceiling it should be read against: HBM for device-resident kernels,
  * the H2D copy peak for anything crossing the link.
+ *
+ * Rows shaped like the step suite: attention rows time the split-K partial
+ * alone (the step times the combine in attn_tail, after both partials);
+ * attn_combine rows time the combine by split count (each thread walks
+ * the splits serially); attn_sparse rows with layout "interleaved;l2" read
+ * winners just rewritten into L2, as after the winner gather; top-k also runs
+ * at 32-128 rows for n <= 256K.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +38,27 @@ typedef struct {
     int nn;
 } ks_t;
 
-/* Time any callable f(stream) with kb_time. */
-template <class F> static void tramp(void *p, cudaStream_t s) { (*(F *)p)(s); }
-static void flush_prep(void *, cudaStream_t s) { kb_l2_flush(s); }
-template <class F> static kb_stats_t time_it(ks_t *K, F f, double est_us, int flush)
+/* Time any callable f(stream) with kb_time; prep(stream) runs before each
+ * repetition, outside the timed events (kb_time passes one context to both). */
+template <class F, class P> struct timed_t {
+    F f;
+    P prep;
+};
+template <class C> static void timed_fn(void *p, cudaStream_t s) { ((C *)p)->f(s); }
+template <class C> static void timed_prep(void *p, cudaStream_t s) { ((C *)p)->prep(s); }
+template <class F, class P> static kb_stats_t time_it_prep(ks_t *K, F f, double est_us, P prep)
 {
     kb_timing_t tm = kb_timing_for(est_us, K->o->quick);
-    return kb_time(tramp<F>, flush ? flush_prep : NULL, &f, K->s, &tm);
+    timed_t<F, P> c = {f, prep};
+    return kb_time(timed_fn<timed_t<F, P>>, timed_prep<timed_t<F, P>>, &c, K->s, &tm);
+}
+/* The common prep: an L2 flush for cold rows, or nothing. */
+template <class F> static kb_stats_t time_it(ks_t *K, F f, double est_us, int flush)
+{
+    return time_it_prep(K, f, est_us, [flush](cudaStream_t s) {
+        if (flush)
+            kb_l2_flush(s);
+    });
 }
 
 static void put(ks_t *K, kb_row_t *r, kb_stats_t st, double ops)
@@ -371,14 +392,38 @@ static void sec_scans(ks_t *K, queries_t *Q)
     CK(cudaFree(qsig));
 }
 
+#define TOPK_ROWS_MAX 128     /* rows of the many-rows top-k cases */
+#define TOPK_MANY_NMAX 262144
+
+/* One top-k row: the k largest of each of rows rows of n scores, cold. */
+static void topk_row(ks_t *K, const float *x, int rows, size_t n, int k, uint32_t *idx,
+                     kb_topk_ws_t *ws)
+{
+    kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+        kb_topk(x, rows, n, k, idx, ws, s);
+    }, 20 + n / 1e3, 1);
+    kb_row_t r = kb_row("topk", "radix");
+    r.n_tokens = (long long)n;
+    r.heads = rows;
+    r.k = k;
+    r.placement = "hbm";
+    r.bytes_moved = 4.0 * rows * n * (KREF_TOPK_PASSES + 1);
+    r.ref_gbps = kb_ceil.hbm_gbps;
+    put(K, &r, st, (double)rows * n);
+}
+
 static void sec_topk(ks_t *K)
 {
     size_t nmax = K->o->quick ? (1u << 20) : (16u << 20);
     int rows_max = HEADS * QGROUP;
-    float *x = (float *)dalloc(HEADS * nmax * 4);
-    kb_make_normal(x, HEADS * nmax, 3.0f, 31, K->s);
-    uint32_t *idx = (uint32_t *)dalloc(rows_max * 4096 * 4);
-    kb_topk_ws_t *ws = kb_topk_ws_new(rows_max);
+    /* room for the grid below and for TOPK_ROWS_MAX rows at TOPK_MANY_NMAX
+     * (the quick grid's 8 x 1M is smaller) */
+    size_t xn = HEADS * nmax, many = (size_t)TOPK_ROWS_MAX * TOPK_MANY_NMAX;
+    xn = xn < many ? many : xn;
+    float *x = (float *)dalloc(xn * 4);
+    kb_make_normal(x, xn, 3.0f, 31, K->s);
+    uint32_t *idx = (uint32_t *)dalloc(TOPK_ROWS_MAX * 4096 * 4);
+    kb_topk_ws_t *ws = kb_topk_ws_new(TOPK_ROWS_MAX);
     int ks[] = {64, 256, 1024, 2048, 4096};
     for (size_t n = 4096; n <= nmax; n *= 4)
         for (int ki = 0; ki < 5; ki++) {
@@ -391,22 +436,51 @@ static void sec_topk(ks_t *K)
                 rows = pass ? rows_max : HEADS;      /* per query head (HashAttention) */
                 if ((size_t)rows * n > HEADS * nmax)
                     continue;
-                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-                    kb_topk(x, rows, n, k, idx, ws, s);
-                }, 20 + n / 1e3, 1);
-                kb_row_t r = kb_row("topk", "radix");
-                r.n_tokens = (long long)n;
-                r.heads = rows;
-                r.k = k;
-                r.placement = "hbm";
-                r.bytes_moved = 4.0 * rows * n * (KREF_TOPK_PASSES + 1);
-                r.ref_gbps = kb_ceil.hbm_gbps;
-                put(K, &r, st, (double)rows * n);
+                topk_row(K, x, rows, n, k, idx, ws);
             }
         }
+    /* many rows at small n: rows x n up to 32M scores, the radix top-k's
+     * element-throughput regime, while n stays <= 256K tokens */
+    static const size_t mn[] = {65536, TOPK_MANY_NMAX};
+    static const int mrows[] = {32, 64, TOPK_ROWS_MAX}, mk[] = {256, 2048};
+    for (int ni = 0; ni < 2; ni++)
+        for (int ri = 0; ri < 3; ri++)
+            for (int ki = 0; ki < 2; ki++)
+                topk_row(K, x, mrows[ri], mn[ni], mk[ki], idx, ws);
     kb_topk_ws_free(ws);
     CK(cudaFree(x));
     CK(cudaFree(idx));
+}
+
+/* Sparse attention over k gathered rows (interleaved, in HBM), g = 4: the
+ * partial kernel alone, as the step's attn_sparse stage (its combine runs in
+ * attn_tail). l2: before each repetition the L2 is flushed and the winners
+ * rewritten from win2, so they sit in L2 as after the step's winner gather. */
+static void sparse_attn_row(ks_t *K, queries_t *Q, uint16_t *win, const uint16_t *win2, int k,
+                            int l2)
+{
+    int ns = kb_attn_splits(k, HEADS);
+    size_t wb = (size_t)HEADS * k * 2 * KREF_D * 2;
+    void *part = dalloc(kb_attn_part_bytes(HEADS, ns, QGROUP));
+    auto partial = [&](cudaStream_t s) {
+        kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, k, ns,
+                        0, ns, part, s);
+    };
+    auto rewrite = [&](cudaStream_t s) {
+        kb_l2_flush(s);
+        CK(cudaMemcpyAsync(win, win2, wb, cudaMemcpyDeviceToDevice, s));
+    };
+    kb_stats_t st = l2 ? time_it_prep(K, partial, 10, rewrite) : time_it(K, partial, 10, 1);
+    kb_row_t r = kb_row("attn_sparse", "splitk");
+    r.k = k;
+    r.heads = HEADS;
+    r.qheads = QGROUP;
+    r.placement = "hbm";
+    r.layout = l2 ? "interleaved;l2" : "interleaved";
+    r.bytes_moved = (double)HEADS * k * 512;
+    r.ref_gbps = kb_ceil.hbm_gbps;
+    put(K, &r, st, (double)HEADS * k);
+    CK(cudaFree(part));
 }
 
 /* Winner fetch from host K/V by layout, then sparse attention over winners. */
@@ -460,28 +534,14 @@ static void sec_winners_attn(ks_t *K, queries_t *Q)
                 put(K, &r, st, (double)HEADS * k);
             }
     }
-    /* sparse attention over k gathered rows (interleaved, in HBM), g = 4 */
-    for (int ki = 0; ki < 4; ki++) {
-        int k = ks[ki], ns = kb_attn_splits(k, HEADS);
-        void *part = dalloc(kb_attn_part_bytes(HEADS, ns, QGROUP));
-        float *out = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
-        kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-            kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, k, ns,
-                            0, ns, part, s);
-            kb_attn_combine(part, QGROUP, HEADS, ns, out, s);
-        }, 10, 1);
-        kb_row_t r = kb_row("attn_sparse", "splitk");
-        r.k = k;
-        r.heads = HEADS;
-        r.qheads = QGROUP;
-        r.placement = "hbm";
-        r.layout = "interleaved";
-        r.bytes_moved = (double)HEADS * k * 512;
-        r.ref_gbps = kb_ceil.hbm_gbps;
-        put(K, &r, st, (double)HEADS * k);
-        CK(cudaFree(part));
-        CK(cudaFree(out));
-    }
+    /* sparse attention over the gathered rows: cold, and just rewritten (in L2) */
+    uint16_t *win2 = (uint16_t *)dalloc((size_t)HEADS * kmax * 2 * KREF_D * 2);
+    CK(cudaMemcpyAsync(win2, win, (size_t)HEADS * kmax * 2 * KREF_D * 2, cudaMemcpyDeviceToDevice,
+                       K->s));
+    for (int ki = 0; ki < 4; ki++)
+        for (int l2 = 0; l2 < 2; l2++)
+            sparse_attn_row(K, Q, win, win2, ks[ki], l2);
+    CK(cudaFree(win2));
     free(hidx);
     CK(cudaFree(idx));
     CK(cudaFree(off));
@@ -493,12 +553,10 @@ static void attn_case(ks_t *K, queries_t *Q, const char *op, const uint16_t *kv,
 {
     int ns = kb_attn_splits(n, HEADS);
     void *part = dalloc(kb_attn_part_bytes(HEADS, ns, QGROUP));
-    float *out = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
     double bytes = (double)HEADS * n * 512;
     int host = !strcmp(place, "host");
     kb_stats_t st = time_it(K, [&](cudaStream_t s) {
         kb_attn_partial(kv, hs, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, n, ns, 0, ns, part, s);
-        kb_attn_combine(part, QGROUP, HEADS, ns, out, s);
     }, bytes / ((host ? kb_ceil.h2d_gbps : kb_ceil.hbm_gbps) * 1e3), !host);
     kb_row_t r = kb_row(op, "splitk");
     r.n_tokens = (long long)n;
@@ -512,6 +570,38 @@ static void attn_case(ks_t *K, queries_t *Q, const char *op, const uint16_t *kv,
         r.allocator = "hostalloc";
     put(K, &r, st, (double)HEADS * n);
     CK(cudaFree(part));
+}
+
+/* The combine alone (the step's attn_tail stage runs it after both partials)
+ * over total_splits partials per query head, cold. Each thread (one channel)
+ * walks the splits serially, so its time grows with the count: up to 264 per
+ * partial on 132 SMs (kb_attn_splits), 528 with winners and tail. */
+static void attn_combine_rows(ks_t *K, queries_t *Q)
+{
+    static const int tss[] = {16, 32, 48, 64, 128, 264, 528};
+    int nts = sizeof tss / sizeof tss[0];
+    void *part = dalloc(kb_attn_part_bytes(HEADS, tss[nts - 1], QGROUP));
+    float *out = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
+    const uint16_t *kv = (const uint16_t *)K->D.d[KB_M_DENSE];
+    for (int i = 0; i < nts; i++) {
+        int ts = tss[i];
+        size_t n = (size_t)64 * ts;                /* real partials: 64 rows per split */
+        kb_attn_partial(kv, n * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, n, ts, 0, ts, part,
+                        K->s);
+        kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+            kb_attn_combine(part, QGROUP, HEADS, ts, out, s);
+        }, 5 + ts / 4.0, 1);
+        kb_row_t r = kb_row("attn_combine", "splitk");
+        r.heads = HEADS;
+        r.qheads = QGROUP;
+        r.pieces = ts;
+        r.placement = "hbm";
+        r.layout = "interleaved";
+        r.bytes_moved = (double)kb_attn_part_bytes(HEADS, ts, QGROUP);
+        r.ref_gbps = kb_ceil.hbm_gbps;
+        put(K, &r, st, (double)HEADS * QGROUP * ts);
+    }
+    CK(cudaFree(part));
     CK(cudaFree(out));
 }
 
@@ -524,6 +614,7 @@ static void sec_dense_attn(ks_t *K, queries_t *Q)
     }
     for (size_t n = 64; n <= 8192; n *= 4)
         attn_case(K, Q, "attn_tail", (const uint16_t *)K->D.d[KB_M_DENSE], n * 2 * KREF_D, n, "hbm");
+    attn_combine_rows(K, Q);
 }
 
 static void sec_gemm(ks_t *K)
