@@ -573,9 +573,11 @@ static void attn_case(ks_t *K, queries_t *Q, const char *op, const uint16_t *kv,
 }
 
 /* The combine alone (the step's attn_tail stage runs it after both partials)
- * over total_splits partials per query head, cold. Each thread (one channel)
- * walks the splits serially, so its time grows with the count: up to 264 per
- * partial on 132 SMs (kb_attn_splits), 528 with winners and tail. */
+ * over total_splits partials per query head. Each thread (one channel) walks
+ * the splits serially, so its time grows with the count: up to 264 per
+ * partial on 132 SMs (kb_attn_splits), 528 with winners and tail. Cold rows
+ * flush the L2 first; "l2" rows then rewrite the partials with the partial
+ * kernel, as in a step, where the combine reads them straight from L2. */
 static void attn_combine_rows(ks_t *K, queries_t *Q)
 {
     static const int tss[] = {16, 32, 48, 64, 128, 264, 528};
@@ -583,24 +585,32 @@ static void attn_combine_rows(ks_t *K, queries_t *Q)
     void *part = dalloc(kb_attn_part_bytes(HEADS, tss[nts - 1], QGROUP));
     float *out = (float *)dalloc(HEADS * QGROUP * KREF_D * 4);
     const uint16_t *kv = (const uint16_t *)K->D.d[KB_M_DENSE];
-    for (int i = 0; i < nts; i++) {
-        int ts = tss[i];
-        size_t n = (size_t)64 * ts;                /* real partials: 64 rows per split */
-        kb_attn_partial(kv, n * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, n, ts, 0, ts, part,
-                        K->s);
-        kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-            kb_attn_combine(part, QGROUP, HEADS, ts, out, s);
-        }, 5 + ts / 4.0, 1);
-        kb_row_t r = kb_row("attn_combine", "splitk");
-        r.heads = HEADS;
-        r.qheads = QGROUP;
-        r.pieces = ts;
-        r.placement = "hbm";
-        r.layout = "interleaved";
-        r.bytes_moved = (double)kb_attn_part_bytes(HEADS, ts, QGROUP);
-        r.ref_gbps = kb_ceil.hbm_gbps;
-        put(K, &r, st, (double)HEADS * QGROUP * ts);
-    }
+    for (int i = 0; i < nts; i++)
+        for (int l2 = 0; l2 < 2; l2++) {
+            int ts = tss[i];
+            size_t n = (size_t)64 * ts;            /* real partials: 64 rows per split */
+            auto partial = [&](cudaStream_t s) {
+                kb_attn_partial(kv, n * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, n, ts, 0,
+                                ts, part, s);
+            };
+            partial(K->s);
+            auto combine = [&](cudaStream_t s) { kb_attn_combine(part, QGROUP, HEADS, ts, out, s); };
+            auto rewrite = [&](cudaStream_t s) {
+                kb_l2_flush(s);
+                partial(s);
+            };
+            kb_stats_t st = l2 ? time_it_prep(K, combine, 5 + ts / 4.0, rewrite)
+                               : time_it(K, combine, 5 + ts / 4.0, 1);
+            kb_row_t r = kb_row("attn_combine", "splitk");
+            r.heads = HEADS;
+            r.qheads = QGROUP;
+            r.pieces = ts;
+            r.placement = "hbm";
+            r.layout = l2 ? "interleaved;l2" : "interleaved";
+            r.bytes_moved = (double)kb_attn_part_bytes(HEADS, ts, QGROUP);
+            r.ref_gbps = kb_ceil.hbm_gbps;
+            put(K, &r, st, (double)HEADS * QGROUP * ts);
+        }
     CK(cudaFree(part));
     CK(cudaFree(out));
 }
