@@ -577,7 +577,8 @@ static void attn_case(ks_t *K, queries_t *Q, const char *op, const uint16_t *kv,
  * the splits serially, so its time grows with the count: up to 264 per
  * partial on 132 SMs (kb_attn_splits), 528 with winners and tail. Cold rows
  * flush the L2 first; "l2" rows then rewrite the partials with the partial
- * kernel, as in a step, where the combine reads them straight from L2. */
+ * kernel, as in a step, where the combine reads them straight from L2 unless
+ * that kernel streamed more K/V through the L2 than it holds (region_bytes). */
 static void attn_combine_rows(ks_t *K, queries_t *Q)
 {
     static const int tss[] = {16, 32, 48, 64, 128, 264, 528};
@@ -607,6 +608,7 @@ static void attn_combine_rows(ks_t *K, queries_t *Q)
             r.pieces = ts;
             r.placement = "hbm";
             r.layout = l2 ? "interleaved;l2" : "interleaved";
+            r.region_bytes = (long long)(HEADS * n * 512);  /* K/V the partial read before it */
             r.bytes_moved = (double)kb_attn_part_bytes(HEADS, ts, QGROUP);
             r.ref_gbps = kb_ceil.hbm_gbps;
             put(K, &r, st, (double)HEADS * QGROUP * ts);
