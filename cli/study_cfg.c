@@ -103,6 +103,10 @@ static const cfg_param_t probe_params[] = {
     P("streams", CFG_T_INT, scn_probe_t, streams, "1", 1, 256, "streams"),
     P("zero_copy", CFG_T_BOOL, scn_probe_t, zero_copy, "false", 1, 0,
       "op probes: the kernel reads its bytes straight from pinned host memory (an SM zero-copy stream)"),
+    P("stage", CFG_T_BOOL, scn_probe_t, stage, "false", 1, 0,
+      "op probes: a stage timed inside a step, whose attn_tail holds the split-K combine after it"),
+    P("launch_hidden", CFG_T_BOOL, scn_probe_t, launch_hidden, "false", 1, 0,
+      "op probes: the host launched the ops before the timed window opened (GPU busy before it)"),
 };
 
 int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e)

@@ -64,7 +64,7 @@ typedef struct scn_probe {
     const char *op, *variant, *placement, *layout;
     int64_t n_tokens, heads, bits, k, batch, pieces, blocks, sessions, steps, streams;
     double piece_bytes, region_bytes;
-    bool zero_copy;
+    bool zero_copy, stage, launch_hidden;
 } scn_probe_t;
 
 enum { SCN_PROBE_OP = 0, SCN_PROBE_LAYER_STEP = 1, SCN_PROBE_SESSION_STEP = 2 };

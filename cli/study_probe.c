@@ -69,15 +69,18 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, plan_op_t *
 }
 
 /* The ops of the probe's kind from the method's plan of one layer at the probe's context, one after
- * another (kbench times a layer's stage as a whole: its GEMMs are QKV, then O and the MLP). */
+ * another (kbench times a layer's stage as a whole: its GEMMs are QKV, then O and the MLP; its
+ * attn_tail stage runs the tail's partial and then the combine of all partials). */
 static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = provider_build(pp->inner, sim, gpu, req, &pp->tmp, e);
     if (rc) return rc;
     for (uint32_t i = 0; i < pp->tmp.n_ops && !rc; i++) {
         plan_op_t op = pp->tmp.ops[i];
-        if (op.kind != pp->kind) continue;
+        bool combine = pp->pb.stage && pp->kind == OPKIND_ATTN_TAIL && op.kind == OPKIND_ATTN_COMBINE;
+        if (op.kind != pp->kind && !combine) continue;
         if (pp->pb.zero_copy) rc = as_zero_copy(pp, sim, gpu, &op, e);
+        if (pp->pb.launch_hidden) op.launch_ps = 0;
         uint32_t prev = out->n_ops - 1;
         if (!rc) rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
     }

@@ -8,22 +8,50 @@
 
 sim_ps_t cost_ps(double seconds) { return (sim_ps_t)ceil(seconds * (double)SIM_PS_PER_S); }
 
+const char *const cost_scan_families[COST_SCAN_FAMILIES] = {"pertoken", "sparq", "fathom", "hashattn", "landmark"};
+
+int cost_scan_family(const char *name)
+{
+    size_t n = strlen(name);
+    while (n > 0 && name[n - 1] >= '0' && name[n - 1] <= '9') n--;
+    for (int i = 0; i < COST_SCAN_FAMILIES; i++)
+        if (strlen(cost_scan_families[i]) == n && !strncmp(cost_scan_families[i], name, n)) return i;
+    return -1;
+}
+
+/* Reads a fixed time and an efficiency by the names in names[2], falling back to the names in
+ * fallback[2] where the catalogs declare no such parameters (names is rewritten to what was read). */
+static int pair_get(calib_t *cal, char names[2][40], const char *fallback0, const char *fallback1, double *lat_s,
+                    double *eff, err_t *e)
+{
+    if (!hwcat_param_unit(names[0]) || !hwcat_param_unit(names[1])) {
+        snprintf(names[0], 40, "%s", fallback0);
+        snprintf(names[1], 40, "%s", fallback1);
+    }
+    int rc = calib_get(cal, names[0], lat_s, e);
+    if (!rc) rc = calib_get(cal, names[1], eff, e);
+    *lat_s *= 1e-6;
+    return rc;
+}
+
 /* Each kernel kind's fixed time and efficiency: its own parameters where the catalogs declare them
- * (and the profile then has them: calib_seed), else kernel_latency_us and kernel_mem_eff. */
+ * (and the profile then has them: calib_seed), else kernel_latency_us and kernel_mem_eff; each scan
+ * family's, else the scan kind's. */
 static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
 {
     for (int k = 0; k < OPKIND_COUNT; k++) {
-        char *nl = c->kind_names[k][0], *ne = c->kind_names[k][1];
-        snprintf(nl, sizeof c->kind_names[k][0], "%s_latency_us", opkind_name(k));
-        snprintf(ne, sizeof c->kind_names[k][1], "%s_mem_eff", opkind_name(k));
-        if (!hwcat_param_unit(nl) || !hwcat_param_unit(ne)) {
-            snprintf(nl, sizeof c->kind_names[k][0], "kernel_latency_us");
-            snprintf(ne, sizeof c->kind_names[k][1], "kernel_mem_eff");
-        }
-        int rc = calib_get(cal, nl, &c->kind_latency_s[k], e);
-        if (!rc) rc = calib_get(cal, ne, &c->kind_mem_eff[k], e);
+        snprintf(c->kind_names[k][0], 40, "%s_latency_us", opkind_name(k));
+        snprintf(c->kind_names[k][1], 40, "%s_mem_eff", opkind_name(k));
+        int rc = pair_get(cal, c->kind_names[k], "kernel_latency_us", "kernel_mem_eff", &c->kind_latency_s[k],
+                          &c->kind_mem_eff[k], e);
         if (rc) return rc;
-        c->kind_latency_s[k] *= 1e-6;
+    }
+    const char(*scan)[40] = c->kind_names[OPKIND_SCAN];
+    for (int f = 0; f < COST_SCAN_FAMILIES; f++) {
+        snprintf(c->scan_names[f][0], 40, "scan_%s_latency_us", cost_scan_families[f]);
+        snprintf(c->scan_names[f][1], 40, "scan_%s_mem_eff", cost_scan_families[f]);
+        int rc = pair_get(cal, c->scan_names[f], scan[0], scan[1], &c->scan_latency_s[f], &c->scan_mem_eff[f], e);
+        if (rc) return rc;
     }
     return ERR_OK;
 }
@@ -34,7 +62,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
         F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9),
         F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
         F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
@@ -47,7 +75,11 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("gemm_latency_us", gemm_latency_s, 1e-6),
-        F("sm_count", sm_count, 1),
+        F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
+        F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
+        F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
+        F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
+        F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
 #undef F
     };
     memset(c, 0, sizeof *c);
@@ -160,6 +192,16 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         if (piece <= 1048576) calib_note(c->cal, "ce2d_row_ns", piece);
     }
     if (t_piece > 0 && bytes > 0) op->cost.cap_rate = bytes / (pieces * t_piece + bytes / peak);
+    /* the rows of a 2D copy spread over a host region: one address translation each, at the host's
+     * row rate there, shared with the SM gathers (gpu{g}.rows) */
+    if (form == COST_CE && pieces > 1 && region_bytes > 0 && op->n_uses < PLAN_MAX_USES) {
+        double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
+        op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
+        if (rows_rate < peak) {   /* noted where the rows can bind */
+            for (int i = 0; i < 4; i++) calib_note(c->cal, gather_row_names[i], piece);
+            if (region_bytes > 17179869184.0) calib_note_outside(c->cal, gather_row_names[3]);
+        }
+    }
     op->cost.latency_ps = cost_ps(c->ce_latency_s);
     op->weight = c->ce_weight;
     op->launch_ps = cost_ps(c->copy_launch_s);
@@ -169,11 +211,10 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     calib_note(c->cal, h2d ? "h2d_GBps" : "d2h_GBps", NAN);
 }
 
-void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes, double flops, llm_dtype_t t,
-                 plan_op_t *op)
+/* A kernel of kind `kind` with fixed time lat_s and HBM efficiency eff (the parameters named names). */
+static void kernel_op(const cost_t *c, const cost_paths_t *p, int kind, double lat_s, double eff,
+                      const char (*names)[40], double bytes, double flops, llm_dtype_t t, plan_op_t *op)
 {
-    int k = kind >= 0 && kind < OPKIND_COUNT ? kind : OPKIND_SCAN;
-    double lat = kind == OPKIND_TOPK ? c->topk_latency_s : c->kind_latency_s[k], eff = c->kind_mem_eff[k];
     sim_res_t fr = (t == LLM_FP8 && p->flops_fp8 >= 0) ? p->flops_fp8 : p->flops_bf16;
     op->exec = PLAN_EXEC_GPU;
     op->n_uses = 0;
@@ -192,12 +233,72 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
     if (bytes > 0) sm_share(c, p, fmin(c->hbm_Bps * eff, flops > 0 ? flops_rate * bytes / flops : INFINITY), op);
     else if (flops > 0) sm_share(c, p, flops_rate, op);
     op->cost.cap_rate = 0;
-    op->cost.latency_ps = cost_ps(lat);
+    op->cost.latency_ps = cost_ps(lat_s);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
-    calib_note(c->cal, kind == OPKIND_TOPK ? "topk_latency_us" : c->kind_names[k][0], NAN);
-    calib_note(c->cal, c->kind_names[k][1], NAN);
+    calib_note(c->cal, kind == OPKIND_TOPK ? "topk_latency_us" : names[0], NAN);
+    calib_note(c->cal, names[1], NAN);
     if (flops > 0) calib_note(c->cal, "kernel_compute_eff", NAN);
+    calib_note(c->cal, "launch_us", NAN);
+}
+
+void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes, double flops, llm_dtype_t t,
+                 plan_op_t *op)
+{
+    int k = kind >= 0 && kind < OPKIND_COUNT ? kind : OPKIND_SCAN;
+    double lat = kind == OPKIND_TOPK ? c->topk_latency_s : c->kind_latency_s[k];
+    kernel_op(c, p, kind, lat, c->kind_mem_eff[k], (const char(*)[40])c->kind_names[k], bytes, flops, t, op);
+}
+
+void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes, double flops, llm_dtype_t t,
+               plan_op_t *op)
+{
+    if (family < 0 || family >= COST_SCAN_FAMILIES) {
+        cost_kernel(c, p, OPKIND_SCAN, bytes, flops, t, op);
+        return;
+    }
+    kernel_op(c, p, OPKIND_SCAN, c->scan_latency_s[family], c->scan_mem_eff[family],
+              (const char(*)[40])c->scan_names[family], bytes, flops, t, op);
+}
+
+void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op)
+{
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 0;
+    op->cost.work = bytes;
+    op->cost.cap_rate = c->attn_l2_mem_eff * c->hbm_Bps;   /* its own rate: the bytes do not cross HBM */
+    sm_share(c, p, op->cost.cap_rate, op);
+    op->cost.latency_ps = cost_ps(c->attn_l2_latency_s);
+    op->weight = 1.0;
+    op->launch_ps = cost_ps(c->launch_s);
+    calib_note(c->cal, "attn_sparse_l2_latency_us", NAN);
+    calib_note(c->cal, "attn_sparse_l2_mem_eff", NAN);
+    calib_note(c->cal, "l2_bytes", bytes);
+    calib_note(c->cal, "launch_us", NAN);
+}
+
+double cost_attn_splits(const cost_t *c, double rows_per_head, double heads)
+{
+    double want = ceil(c->split_blocks_per_sm * c->sm_count / fmax(heads, 1));
+    double most = ceil(rows_per_head / c->split_min_rows);
+    return fmax(1, fmin(want, most));
+}
+
+void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op)
+{
+    double lat = l2 ? c->combine_l2_latency_s : c->combine_latency_s, per = l2 ? c->combine_l2_split_s : c->combine_split_s;
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 0;
+    op->cost.work = 0;
+    op->cost.cap_rate = 0;
+    op->cost.latency_ps = cost_ps(lat + splits * per);
+    op->weight = 1.0;
+    op->launch_ps = cost_ps(c->launch_s);
+    op->pieces = (uint32_t)fmin(splits, 4294967295.0);
+    calib_note(c->cal, l2 ? "attn_combine_l2_latency_us" : "attn_combine_latency_us", NAN);
+    calib_note(c->cal, l2 ? "attn_combine_l2_split_ns" : "attn_combine_split_ns", splits);
+    calib_note(c->cal, "attn_split_blocks_per_sm", NAN);
+    calib_note(c->cal, "attn_split_min_rows", NAN);
     calib_note(c->cal, "launch_us", NAN);
 }
 

@@ -4,7 +4,8 @@
  * (sim/plan.h): cost (work, rate cap, latency), the constraints it crosses with coefficients, its
  * max-min weight and its launch time. Alone on an idle machine an op takes
  * latency + work / min(cap, capacity_i / coef_i), so:
- *   copy engine, contiguous or 2D:  ce_latency + rows·ce2d_row + bytes / link
+ *   copy engine, contiguous or 2D:  ce_latency + rows·ce2d_row + bytes / min(link, rows_per_s(region)·row_bytes)
+ *                                   (a 2D copy's rows: one host address translation each, as a gather's)
  *   copy engine, batched pieces:    ce_latency + pieces·cebatch_piece + bytes / link
  *   SM zero-copy gather of rows:    gather_latency + bytes / min(gather_peak, blocks·gather_block,
  *                                   rows_per_s(region)·row_bytes), over the link, duplex coefficient
@@ -13,7 +14,10 @@
  *                                   gathers split it), the other two are the flow's own cap
  *   kernel:                         latency + max(bytes / (mem_eff·hbm), flops / (kernel_compute_eff·peak)),
  *                                   latency and mem_eff per kernel kind (<kind>_latency_us, <kind>_mem_eff)
- *                                   where declared, top-k topk_latency with kernel_mem_eff, else kernel_*
+ *                                   where declared, top-k topk_latency with kernel_mem_eff, else kernel_*;
+ *                                   scans per family (scan_<family>_latency_us, scan_<family>_mem_eff);
+ *                                   attention over winners still in L2 its own (cost_attn_l2)
+ *   split-K combine:                attn_combine_latency + splits·attn_combine_split
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
@@ -35,11 +39,20 @@
 #include "sim/plan.h"
 #include "sim/sim.h"
 
+/* Index scans differ per method in what binds them (integer unpacking of bit planes, popcounts of
+ * signatures, byte streaming of packed rows or page summaries), so each family has its own fixed
+ * time and HBM efficiency. The names are kbench's scan variants without their trailing digits. */
+#define COST_SCAN_FAMILIES 5
+extern const char *const cost_scan_families[COST_SCAN_FAMILIES];
+
+/* Index of the scan family `name` names ("fathom", "landmark16" → "landmark"), or -1. */
+int cost_scan_family(const char *name);
+
 /* The parameter values of one platform, SI units, read once from a profile. */
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
-    double ce_latency_s, ce2d_row_s, cebatch_piece_s, ce_weight;
+    double ce_latency_s, ce_b2b_gap_s, ce2d_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB */
     double gather_weight, gather_duplex_coef;
@@ -49,6 +62,13 @@ typedef struct cost {
      * <kind>_latency_us and <kind>_mem_eff where the catalogs declare them, else kernel_* */
     double kind_latency_s[OPKIND_COUNT], kind_mem_eff[OPKIND_COUNT];
     char kind_names[OPKIND_COUNT][2][40];
+    /* per scan family (cost_scan_families): scan_<family>_latency_us and scan_<family>_mem_eff where
+     * the catalogs declare them, else the scan kind's */
+    double scan_latency_s[COST_SCAN_FAMILIES], scan_mem_eff[COST_SCAN_FAMILIES];
+    char scan_names[COST_SCAN_FAMILIES][2][40];
+    double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
+    double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
+    double split_blocks_per_sm, split_min_rows;
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
 } cost_t;
 
@@ -76,7 +96,8 @@ typedef enum {
 } cost_xfer_t;
 
 /* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
- * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. */
+ * pieces (≥ 1) whose rows spread over region_bytes (SM gathers and 2D copies: their rows take the
+ * host's row rate there; 0 for none), host→device when h2d. */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, plan_op_t *op);
 
@@ -90,6 +111,27 @@ double cost_gather_rows_per_s(const cost_t *c, double region_bytes);
  * and kernel_mem_eff), else kernel_*. */
 void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes, double flops, llm_dtype_t t,
                  plan_op_t *op);
+
+/* As cost_kernel for an index scan of family `family` (cost_scan_family; −1: the scan kind's own). */
+void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes, double flops, llm_dtype_t t,
+               plan_op_t *op);
+
+/* Attention over `bytes` of winners that the winner fetch has just written and that fit in the L2
+ * (the caller checks bytes ≤ l2_bytes): attn_sparse_l2_latency_us + bytes at attn_sparse_l2_mem_eff
+ * of the HBM bandwidth as the op's own rate, HBM itself untouched. Concurrent sessions' traffic
+ * between the fetch and the attention, which could evict the winners, is not modelled. */
+void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op);
+
+/* The split-K partials of attention over rows_per_head rows of each of `heads` heads, as flash
+ * decoding (and kbench) picks them: about attn_split_blocks_per_sm blocks per SM over all heads, at
+ * least attn_split_min_rows rows each, at least one. */
+double cost_attn_splits(const cost_t *c, double rows_per_head, double heads);
+
+/* Fills op for the merge of `splits` split-K partials per head: attn_combine_latency +
+ * splits·attn_combine_split (each thread walks the partials in turn: time grows with their number,
+ * not with bytes; the partials are too small to matter against HBM); attn_combine_l2_* when the
+ * partials are still in L2 (l2). */
+void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {

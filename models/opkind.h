@@ -18,6 +18,7 @@
     X(ATTN_SPARSE, "attn_sparse")   /* attention over the winners */           \
     X(ATTN_DENSE, "attn_dense")     /* dense decode attention (split-K) */     \
     X(ATTN_TAIL, "attn_tail")       /* dense attention over the HBM tail */    \
+    X(ATTN_COMBINE, "attn_combine") /* merge of the split-K partials */        \
     X(FLUSH, "flush")               /* completed block device→host */          \
     X(GEMM, "gemm")                 /* projections and MLP */                  \
     X(LM_HEAD, "lm_head")           /* LM head per step */                     \

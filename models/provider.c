@@ -109,10 +109,42 @@ static int add_kernel(builder_t *b, int kind, int layer, double bytes, double fl
 {
     const method_cfg_t *c = method_cfg(b->p->mt);
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
-    cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+    if (kind == OPKIND_SCAN)
+        cost_scan(&b->p->cost, &b->p->paths, cost_scan_family(method_names[c->method]), bytes, flops,
+                  (llm_dtype_t)c->kv_dtype, &op);
+    else
+        cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
     return add(b, &op, deps, n_deps, id);
+}
+
+/* Attention over the winners: just written by the winner fetch, so read from the L2 where they fit. */
+static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
+                           uint32_t *id)
+{
+    if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost.l2_bytes))
+        return add_kernel(b, OPKIND_ATTN_SPARSE, layer, ly->attn_hbm_bytes, ly->attn_flops, deps, n_deps, id);
+    plan_op_t op = op_new(OPKIND_ATTN_SPARSE, layer, STREAM_COMPUTE);
+    cost_attn_l2(&b->p->cost, &b->p->paths, ly->attn_hbm_bytes, &op);
+    op.flops = ly->attn_flops;
+    return add(b, &op, deps, n_deps, id);
+}
+
+/* The merge of a decode step's split-K partials, over the main attention's and the tail's, after both.
+ * The partials are still in L2 unless the main attention streamed more than the L2 holds through it. */
+static int add_combine(builder_t *b, int layer, const method_layer_t *ly, bool exact, uint32_t attn, uint32_t tail,
+                       uint32_t *id)
+{
+    const llm_t *m = method_llm(b->p->mt);
+    double H = m->kv_heads, tail_rows = ly->tail_hbm_bytes / (4.0 * m->head_dim);
+    double rows = exact ? ly->n_off * H : ly->winner_rows;
+    double splits = cost_attn_splits(&b->p->cost, rows / H, H);
+    if (tail_rows > 0) splits += cost_attn_splits(&b->p->cost, tail_rows / H, H);
+    plan_op_t op = op_new(OPKIND_ATTN_COMBINE, layer, STREAM_COMPUTE);
+    cost_attn_combine(&b->p->cost, splits, ly->attn_hbm_bytes <= b->p->cost.l2_bytes, &op);
+    uint32_t deps[2] = {attn, tail};
+    return add(b, &op, deps, 2, id);
 }
 
 static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, bool h2d, double bytes, double pieces,
@@ -167,8 +199,9 @@ static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
 }
 
 /* A copy-engine fetch of per-query planes: the host needs the plan first, then issues one 2D copy
- * per (KV head, active channel), one after another on the copy stream; each costs a copy setup and
- * a host issue. */
+ * per (KV head, active channel), one after another on the copy stream. The chain costs one copy
+ * setup and then, per further copy, the longer of the engine's back-to-back gap and the host's issue
+ * time (the host issues the next copy while the engine runs the one before). */
 static void per_channel_copies(const provider_t *p, plan_op_t *op)
 {
     const method_cfg_t *c = method_cfg(p->mt);
@@ -176,8 +209,9 @@ static void per_channel_copies(const provider_t *p, plan_op_t *op)
     double active = c->method == METHOD_FATHOM && fs ? fs->mean_active : method_budget_bits(p->mt) / 4.25;
     double copies = fmax(1.0, active * method_llm(p->mt)->kv_heads);
     op->host_sync = true;
-    op->cost.latency_ps = cost_ps(copies * p->cost.ce_latency_s);
-    op->launch_ps = cost_ps(copies * p->cost.copy_launch_s);
+    op->cost.latency_ps = cost_ps(p->cost.ce_latency_s + (copies - 1) * fmax(p->cost.ce_b2b_gap_s, p->cost.copy_launch_s));
+    op->launch_ps = cost_ps(p->cost.copy_launch_s);
+    calib_note(p->cost.cal, "ce_b2b_gap_us", copies);
 }
 
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
@@ -214,8 +248,8 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
             if (ly.kv_host_bytes > 0)
                 rc = add_transfer(&b, OPKIND_H2D_COPY, l, COST_CE, true, ly.kv_host_bytes, ly.kv_pieces, ly.kv_region_bytes,
                                   &buf_free, 1, &fetch);
-            uint32_t deps[3] = {qkv, fetch, tail};
-            if (!rc) rc = add_kernel(&b, OPKIND_ATTN_DENSE, l, ly.attn_hbm_bytes, ly.attn_flops, deps, 3, &attn);
+            uint32_t deps[2] = {qkv, fetch};
+            if (!rc) rc = add_kernel(&b, OPKIND_ATTN_DENSE, l, ly.attn_hbm_bytes, ly.attn_flops, deps, 2, &attn);
             consumer[l] = attn;
         } else if (!rc) {
             if (query_dependent)
@@ -239,9 +273,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                                   ly.kv_region_bytes, &topk, 1, &win);
             else if (!rc && ly.winner_rows > 0) /* K/V in HBM: the winners are gathered in place */
                 rc = add_kernel(&b, OPKIND_WINNER_FETCH, l, 2.0 * ly.attn_hbm_bytes, 0, &topk, 1, &win);
-            uint32_t adeps[3] = {topk, win, tail};
-            if (!rc) rc = add_kernel(&b, OPKIND_ATTN_SPARSE, l, ly.attn_hbm_bytes, ly.attn_flops, adeps, 3, &attn);
+            uint32_t adeps[2] = {topk, win};
+            if (!rc) rc = add_attn_sparse(&b, l, &ly, adeps, 2, &attn);
         }
+        if (!rc && !prefill) rc = add_combine(&b, l, &ly, exact, attn, tail, &attn);
         if (!rc && ly.flush_bytes > 0) {
             uint32_t q = qkv, fl;
             if (ly.quantize_bytes > 0) rc = add_kernel(&b, OPKIND_QUANTIZE, l, ly.quantize_bytes, 0, &qkv, 1, &q);

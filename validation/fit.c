@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/cost.h"
 #include "models/hwcat.h"
 #include "models/opkind.h"
 #include "validation/lsq.h"
@@ -329,6 +330,8 @@ static int fit_ce_dir(const sel_t *d, const char *what, lsq_fit_t *lf, err_t *e)
     return rc;
 }
 
+static int fit_ce_gap(fit_t *f, const sel_t *rows, const char *alloc, double lat, double us_per_byte, err_t *e);
+
 /* Copy-engine latency and bandwidth per direction. The profile has one ce_latency_us: it is the
  * H2D fit's (the direction on decode's critical path); D2H's own latency is noted. */
 static int fit_ce(fit_t *f, const sel_t *rows, err_t *e)
@@ -390,6 +393,47 @@ static int fit_ce(fit_t *f, const sel_t *rows, err_t *e)
     }
     free(dir_rows[0].v);
     free(dir_rows[1].v);
+    if (!rc && have[0]) rc = fit_ce_gap(f, rows, alloc, lf[0].coef[0], lf[0].coef[1], e);
+    return rc;
+}
+
+/* The time each further copy adds in a chain of H2D copies issued back to back on one stream: the
+ * copy engine overlaps part of a copy's setup with the one before, so a chain of N costs
+ * lat + (N−1)·gap + bytes/bw, not N·lat. One-parameter WLS (1/t²) of t − lat − bytes/bw on N − 1. */
+static int fit_ce_gap(fit_t *f, const sel_t *rows, const char *alloc, double lat, double us_per_byte, err_t *e)
+{
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_H2D_COPY) && alone(r) && r->pieces >= 2 && r->bytes_moved > 0 &&
+            !strcmp(r->allocator, alloc) && sel_add(&s, r))
+            return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    if (s.n < 2) {
+        note(f, "ce_b2b_gap_us: not determined (%zu chains of copies)", s.n);
+        free(s.v);
+        return ERR_OK;
+    }
+    double *X = malloc(s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
+    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
+    int rc = (!X || !y || !w || !pred || !meas) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        meas[i] = s.v[i]->t_med_us;
+        X[i] = s.v[i]->pieces - 1;
+        y[i] = meas[i] - lat - s.v[i]->bytes_moved * us_per_byte;
+        w[i] = 1.0 / (meas[i] * meas[i]);
+    }
+    lsq_fit_t gf;
+    if (!rc) rc = lsq_wlinear("ce chains t - lat - bytes/bw = (N-1)*gap", X, y, w, s.n, 1, &gf, e);
+    if (!rc) {
+        double lo, hi;
+        range_of(&s, get_bytes, &lo, &hi);
+        put(f, "ce_b2b_gap_us", fmax(gf.coef[0], 0), gf.se[0], lo, hi, s.v, s.n,
+            "chains of N back-to-back H2D copies: t - ce_latency - bytes/h2d = (N-1)*gap, WLS 1/t^2");
+        for (size_t i = 0; i < s.n; i++) pred[i] = lat + s.v[i]->bytes_moved * us_per_byte + X[i] * fmax(gf.coef[0], 0);
+        resid(f, "ce_copy_chain", pred, meas, s.n);
+    }
+    free(X), free(y), free(w), free(pred), free(meas), free(s.v);
     return rc;
 }
 
@@ -474,6 +518,13 @@ static int fit_duplex(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e
 
 /* ---- 2D and batched copies ------------------------------------------------------------------- */
 
+/* The SM gather's fitted model (fit_gather), which also bounds 2D copies' rows. */
+typedef struct gmodel {
+    double lat_us, peak_GBps, block_GBps, rows_ps[4];
+} gmodel_t;
+static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t *e);
+static double pieces_base_us(const kbrow_t *r, int kind, double lat, double h2d, const gmodel_t *g);
+
 static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int kind, const char *name,
                          double scale, const char *how, const char *group, err_t *e)
 {
@@ -490,8 +541,10 @@ static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int k
         return ERR_OK;
     }
     double lat, h2d;
+    gmodel_t g;
     int rc = value_of(f, seed, "ce_latency_us", &lat, e);
     if (!rc) rc = value_of(f, seed, "h2d_GBps", &h2d, e);
+    if (!rc) rc = gather_model(f, seed, &g, e);
     double *X = malloc(s.n * sizeof *X), *y = malloc(s.n * sizeof *y);
     double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
     if (!rc && (!X || !y || !pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
@@ -499,7 +552,7 @@ static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int k
     if (!rc) {
         for (size_t i = 0; i < s.n; i++) {
             const kbrow_t *r = s.v[i];
-            double base = lat + r->bytes_moved / (h2d * 1e3);
+            double base = pieces_base_us(r, kind, lat, h2d, &g);
             /* Relative form (both sides over t), fitted robustly: a few pieces sizes on this
              * platform take several times the others (bisquare weights them down). */
             X[i] = r->pieces / r->t_med_us;
@@ -517,8 +570,7 @@ static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int k
         double lo, hi;
         range_of(&s, get_piece, &lo, &hi);
         put(f, name, v, se, lo, hi, s.v, s.n, how);
-        for (size_t i = 0; i < s.n; i++)
-            pred[i] = lat + s.v[i]->bytes_moved / (h2d * 1e3) + s.v[i]->pieces * v / scale;
+        for (size_t i = 0; i < s.n; i++) pred[i] = pieces_base_us(s.v[i], kind, lat, h2d, &g) + s.v[i]->pieces * v / scale;
         resid(f, group, pred, meas, s.n);
     }
     free(X);
@@ -553,9 +605,6 @@ static double rows_at(const double *knot_ps, double region)
     return exp(log(knot_ps[k]) + t * (log(knot_ps[k + 1]) - log(knot_ps[k])));
 }
 
-typedef struct gmodel {
-    double lat_us, peak_GBps, block_GBps, rows_ps[4];
-} gmodel_t;
 
 /* The gather's rate (GB/s) for a row of the given shape. */
 static double gather_rate(const gmodel_t *g, double row_bytes, double region, double blocks)
@@ -575,6 +624,16 @@ static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t 
         g->rows_ps[k] *= 1e6;
     }
     return rc;
+}
+
+/* A per-piece copy's time before its per-piece cost: the copy setup and its bytes at the link's
+ * rate, or, for a 2D copy whose rows spread over a region, at the host's row rate there when that
+ * binds (each row is an address translation, as for an SM gather). */
+static double pieces_base_us(const kbrow_t *r, int kind, double lat, double h2d, const gmodel_t *g)
+{
+    double t = r->bytes_moved / (h2d * 1e3);
+    if (kind == OPKIND_H2D_COPY2D && r->region_bytes > 0) t = fmax(t, r->pieces / rows_at(g->rows_ps, r->region_bytes) * 1e6);
+    return lat + t;
 }
 
 static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
@@ -838,6 +897,172 @@ static double scores_bytes(const kbrow_t *r)
     return r->bytes_moved;
 }
 
+/* kbench's numbered kernel variants other than the one its steps run ("full;kernel1"): comparisons of
+ * implementations, not the kernel the simulator models. */
+static bool other_kernel(const kbrow_t *r) { return strstr(r->layout, ";kernel") != NULL; }
+
+/* One kernel's own t = lat + bytes/(eff·hbm), WLS 1/t², over rows s (label names its residuals).
+ * With ≥ 3 rows and a positive slope it writes nl and ne where the catalogs declare them and
+ * returns their values in *lat and *eff; otherwise *lat and *eff (the fallback) are kept. */
+static int fit_own(fit_t *f, const sel_t *s, double hbm, const char *label, const char *nl, const char *ne,
+                   double *lat, double *eff, err_t *e)
+{
+    size_t n = s->n;
+    double *X = malloc(2 * (n + 1) * sizeof *X), *t = malloc((n + 1) * sizeof *t), *w = malloc((n + 1) * sizeof *w);
+    double *pred = malloc((n + 1) * sizeof *pred);
+    if (!X || !t || !w || !pred) {
+        free(X), free(t), free(w), free(pred);
+        return err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    for (size_t j = 0; j < n; j++) {
+        t[j] = s->v[j]->t_med_us;
+        X[2 * j] = 1;
+        X[2 * j + 1] = s->v[j]->bytes_moved;
+        w[j] = 1.0 / (t[j] * t[j]);
+    }
+    char name[80];
+    snprintf(name, sizeof name, "kernel_%s", label);
+    lsq_fit_t of;
+    err_t e2;
+    if (n >= 3 && !lsq_wlinear(name, X, t, w, n, 2, &of, &e2) && of.coef[1] > 0) {
+        double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1], lo, hi;
+        range_of(s, get_bytes, &lo, &hi);
+        bool own = hwcat_param_unit(nl) && hwcat_param_unit(ne);
+        if (own) {
+            *lat = fmax(of.coef[0], 0);
+            *eff = oe;
+            put(f, nl, *lat, of.se[0], lo, hi, s->v, n, "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
+            put(f, ne, oe, oe_se, lo, hi, s->v, n, "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
+        }
+        note(f, "%s alone: latency %.3g +- %.2g us, mem_eff %.3g +- %.2g (%zu rows)%s", label, of.coef[0], of.se[0], oe,
+             oe_se, n, own ? "" : "; the catalogs declare no parameters of its own, so the profile holds the pooled value");
+    } else if (n) {
+        note(f, "%s: not fitted alone (%zu rows without a positive slope in bytes); %s and %s from the pooled fit", label,
+             n, nl, ne);
+    }
+    for (size_t j = 0; j < n; j++) pred[j] = *lat + X[2 * j + 1] / (*eff * hbm * 1e3);
+    resid(f, name, pred, t, n);
+    free(X), free(t), free(w), free(pred);
+    return ERR_OK;
+}
+
+/* kbench's attention over winners still in L2 (layout "...;l2"): a kernel reading the L2, fitted apart. */
+static bool l2_resident(const kbrow_t *r) { return strstr(r->layout, ";l2") != NULL; }
+
+static double get_qheads(const kbrow_t *r) { return isnan(r->qheads) ? 1 : r->qheads; }
+
+/* Each scan family's own fit (models/cost.h: kbench variants without their digits), over the rows
+ * with the family's usual query heads per KV head (a Fathom scan of four separate query heads is
+ * another kernel configuration than the steps' summed query). Families without rows keep the scan
+ * kind's values (scan_lat, scan_eff) through the cost forms' fallback. */
+static int fit_scan_families(fit_t *f, const sel_t *scans, double hbm, double scan_lat, double scan_eff, err_t *e)
+{
+    int rc = ERR_OK;
+    for (int fam = 0; fam < COST_SCAN_FAMILIES && !rc; fam++) {
+        sel_t fs = {0}, use = {0};
+        for (size_t j = 0; j < scans->n && !rc; j++)
+            if (cost_scan_family(scans->v[j]->variant) == fam && sel_add(&fs, scans->v[j])) rc = ERR_NOMEM;
+        /* the most common query-head count among the family's rows */
+        double q = NAN;
+        size_t best = 0;
+        for (size_t j = 0; j < fs.n; j++) {
+            size_t c = 0;
+            for (size_t k = 0; k < fs.n; k++) c += get_qheads(fs.v[k]) == get_qheads(fs.v[j]);
+            if (c > best) best = c, q = get_qheads(fs.v[j]);
+        }
+        for (size_t j = 0; j < fs.n && !rc; j++)
+            if (get_qheads(fs.v[j]) == q && sel_add(&use, fs.v[j])) rc = ERR_NOMEM;
+        if (!rc && use.n < fs.n)
+            note(f, "scan %s: %zu rows with other than %g query heads per KV head left out of its own fit",
+                 cost_scan_families[fam], fs.n - use.n, q);
+        char nl[64], ne[64], label[64];
+        snprintf(nl, sizeof nl, "scan_%s_latency_us", cost_scan_families[fam]);
+        snprintf(ne, sizeof ne, "scan_%s_mem_eff", cost_scan_families[fam]);
+        snprintf(label, sizeof label, "scan_%s", cost_scan_families[fam]);
+        double l = scan_lat, ef = scan_eff;
+        if (!rc && use.n) rc = fit_own(f, &use, hbm, label, nl, ne, &l, &ef, e);
+        free(fs.v);
+        free(use.v);
+    }
+    return rc == ERR_NOMEM ? err_set(e, ERR_NOMEM, "fit: out of memory") : rc;
+}
+
+/* Attention over winners still in L2: its own t = lat + bytes/(eff·hbm). */
+static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double hbm, err_t *e)
+{
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_ATTN_SPARSE) && alone(r) && r->bytes_moved > 0 && l2_resident(r) && sel_add(&s, r))
+            return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    int rc = ERR_OK;
+    if (!s.n) note(f, "attn_sparse_l2_latency_us, attn_sparse_l2_mem_eff: not determined (no L2-resident attention rows)");
+    double lat, eff;
+    if (s.n) rc = value_of(f, seed, "attn_sparse_latency_us", &lat, e);
+    if (s.n && !rc) rc = value_of(f, seed, "attn_sparse_mem_eff", &eff, e);
+    if (s.n && !rc) rc = fit_own(f, &s, hbm, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
+    free(s.v);
+    return rc;
+}
+
+static double get_splits(const kbrow_t *r) { return r->pieces; }
+
+/* The split-K combine: t = lat + splits·per_split (kbench's `pieces` column holds the partials per
+ * head), WLS 1/t², over its cold rows (attn_combine_*) or its rows reading partials still in L2
+ * (attn_combine_l2_*). Where the partial kernel before the combine streamed more K/V than the L2
+ * holds (region_bytes > l2_bytes), kbench's "l2" partials were evicted: those rows are left out. */
+static int fit_combine(fit_t *f, const sel_t *rows, const calib_t *seed, bool l2, err_t *e)
+{
+    const char *pre = l2 ? "attn_combine_l2" : "attn_combine";
+    double l2_bytes;
+    int rc = value_of(f, seed, "l2_bytes", &l2_bytes, e);
+    if (rc) return rc;
+    sel_t s = {0};
+    size_t evicted = 0;
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (!is_op(r, OPKIND_ATTN_COMBINE) || !alone(r) || !(r->pieces > 0) || l2_resident(r) != l2) continue;
+        if (l2 && r->region_bytes > l2_bytes) {
+            evicted++;
+            continue;
+        }
+        if (sel_add(&s, r)) return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    if (evicted)
+        note(f, "%s: %zu rows left out (the partial kernel before them streamed more K/V than the %.0f MiB L2)", pre,
+             evicted, l2_bytes / 1048576.0);
+    double *X = malloc(2 * (s.n + 1) * sizeof *X), *t = malloc((s.n + 1) * sizeof *t), *w = malloc((s.n + 1) * sizeof *w);
+    double *pred = malloc((s.n + 1) * sizeof *pred);
+    rc = (!X || !t || !w || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        t[i] = s.v[i]->t_med_us;
+        X[2 * i] = 1;
+        X[2 * i + 1] = s.v[i]->pieces;
+        w[i] = 1.0 / (t[i] * t[i]);
+    }
+    lsq_fit_t cf;
+    err_t e2;
+    char nl[64], ns[64], how[160];
+    snprintf(nl, sizeof nl, "%s_latency_us", pre);
+    snprintf(ns, sizeof ns, "%s_split_ns", pre);
+    snprintf(how, sizeof how, "%s: t = lat + splits*per_split, WLS 1/t^2 (splits: the pieces column)", pre);
+    if (!rc && s.n >= 3 && !lsq_wlinear(how, X, t, w, s.n, 2, &cf, &e2) && cf.coef[1] >= 0) {
+        double lo, hi;
+        range_of(&s, get_splits, &lo, &hi);
+        put(f, nl, fmax(cf.coef[0], 0), cf.se[0], lo, hi, s.v, s.n, how);
+        put(f, ns, cf.coef[1] * 1e3, cf.se[1] * 1e3, lo, hi, s.v, s.n, how);
+        for (size_t i = 0; i < s.n; i++) pred[i] = fmax(cf.coef[0], 0) + cf.coef[1] * s.v[i]->pieces;
+        char group[64];
+        snprintf(group, sizeof group, "kernel_%s", pre);
+        resid(f, group, pred, t, s.n);
+    } else if (!rc) {
+        note(f, "%s, %s: not determined (%zu combine rows)", nl, ns, s.n);
+    }
+    free(X), free(t), free(w), free(pred), free(s.v);
+    return rc;
+}
+
 static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     double hbm;
@@ -846,7 +1071,9 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     sel_t s = {0};
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
-        if (is_hbm_kernel(r->op) && alone(r) && r->bytes_moved > 0 && strcmp(r->placement, "host")) rc = sel_add(&s, r);
+        if (is_hbm_kernel(r->op) && alone(r) && r->bytes_moved > 0 && strcmp(r->placement, "host") && !other_kernel(r) &&
+            !l2_resident(r))
+            rc = sel_add(&s, r);
     }
     if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
     if (s.n < 3) {
@@ -855,8 +1082,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
         return ERR_OK;
     }
     double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
-    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
-    if (!X || !y || !w || !pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!X || !y || !w) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     lsq_fit_t lf;
     if (!rc) {
         for (size_t i = 0; i < s.n; i++) {
@@ -883,63 +1109,32 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
         put(f, "kernel_mem_eff", eff, eff * lf.se[1] / lf.coef[1], lo, hi, s.v, s.n, how);
         note(f, "kernel_compute_eff: not determined (kbench kernel rows carry no FLOP counts for attention)");
         /* Each op's own fit where it has enough sizes (written where the catalogs declare
-         * <op>_latency_us and <op>_mem_eff), and residuals per op under the values the profile
-         * gives it. */
+         * <op>_latency_us and <op>_mem_eff), each scan family's within the scans, and residuals
+         * under the values the profile gives them. */
         for (size_t i = 0; i < s.n && !rc; i++) {
             int op = s.v[i]->op;
             bool first = true;
             for (size_t j = 0; j < i && first; j++) first = s.v[j]->op != op;
             if (!first) continue;
-            size_t k = 0;
-            for (size_t j = 0; j < s.n; j++) {
-                if (s.v[j]->op != op) continue;
-                meas[k] = s.v[j]->t_med_us;
-                X[2 * k] = 1;
-                X[2 * k + 1] = s.v[j]->bytes_moved;
-                w[k] = 1.0 / (meas[k] * meas[k]);
-                k++;
-            }
-            char name[64], nl[64], ne[64];
-            snprintf(name, sizeof name, "kernel_%s", opkind_name(op));
+            sel_t os = {0};
+            for (size_t j = 0; j < s.n && !rc; j++)
+                if (s.v[j]->op == op && sel_add(&os, s.v[j])) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+            char nl[64], ne[64];
             snprintf(nl, sizeof nl, "%s_latency_us", opkind_name(op));
             snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
-            double use_lat = lat, use_eff = eff;
-            lsq_fit_t of;
-            err_t e2;
-            if (k >= 3 && !lsq_wlinear(name, X, meas, w, k, 2, &of, &e2) && of.coef[1] > 0) {
-                double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1];
-                sel_t orows = {0};
-                for (size_t j = 0; j < s.n && !rc; j++)
-                    if (s.v[j]->op == op) rc = sel_add(&orows, s.v[j]);
-                if (rc) {
-                    free(orows.v);
-                    rc = err_set(e, ERR_NOMEM, "fit: out of memory");
-                    break;
-                }
-                double olo, ohi;
-                range_of(&orows, get_bytes, &olo, &ohi);
-                bool own = hwcat_param_unit(nl) && hwcat_param_unit(ne);
-                if (own) {
-                    use_lat = fmax(of.coef[0], 0);
-                    use_eff = oe;
-                    put(f, nl, use_lat, of.se[0], olo, ohi, orows.v, orows.n, "this op's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
-                    put(f, ne, oe, oe_se, olo, ohi, orows.v, orows.n, "this op's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
-                }
-                free(orows.v);
-                note(f, "%s alone: latency %.3g +- %.2g us, mem_eff %.3g +- %.2g (%zu rows)%s", opkind_name(op), of.coef[0],
-                     of.se[0], oe, oe_se, k,
-                     own ? "" : "; the catalogs declare no per-op parameters, so the profile holds the pooled value");
-            }
-            for (size_t j = 0; j < k; j++) pred[j] = use_lat + X[2 * j + 1] / (use_eff * hbm * 1e3);
-            resid(f, name, pred, meas, k);
+            double op_lat = lat, op_eff = eff;
+            if (!rc) rc = fit_own(f, &os, hbm, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
+            if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, &os, hbm, op_lat, op_eff, e);
+            free(os.v);
         }
     }
     free(X);
     free(y);
     free(w);
-    free(pred);
-    free(meas);
     free(s.v);
+    if (!rc) rc = fit_attn_l2(f, rows, seed, hbm, e);
+    if (!rc) rc = fit_combine(f, rows, seed, false, e);
+    if (!rc) rc = fit_combine(f, rows, seed, true, e);
     if (rc) return rc;
 
     /* top-k: passes over its scores at the kernel efficiency. */
@@ -1226,13 +1421,14 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
                                      kbset_n_rows(set), f->n_held);
     if (!rc) rc = fit_ce(f, &rows, e);
     if (!rc) rc = fit_duplex(f, &rows, seed, e);
-    if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
-                                "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms (latency "
-                                "and bandwidth from the CE fit: every 2D row moves the same bytes)", "ce_copy2d", e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_BATCH, "cebatch_piece_us", 1.0,
                                 "cudaMemcpyBatchAsync: t - ce_latency - bytes/h2d = pieces*piece, robust (bisquare) in relative terms "
                                 "(per-piece latency and piece-size efficiency fitted as one parameter)", "ce_batch", e);
     if (!rc) rc = fit_gather(f, &rows, seed, e);
+    if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
+                                "cudaMemcpy2DAsync: t - ce_latency - max(bytes/h2d, rows/host row rate(region)) = rows*row, "
+                                "robust (bisquare) in relative terms (latency, bandwidth and row rates from the CE and gather fits)",
+                                "ce_copy2d", e);
     if (!rc) rc = fit_sharing(f, &rows, seed, e);
     if (!rc) rc = fit_kernels(f, &rows, seed, e);
     if (!rc) rc = fit_gemm(f, &rows, seed, e);

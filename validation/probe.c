@@ -39,6 +39,25 @@ static bool one_of(const char *s, const char *const *names)
     return false;
 }
 
+/* Whether kbench's timed window opens after the host has launched the row's work: kbench times a
+ * kernel with CUDA events, and an idle GPU records the first event before the launch arrives. Its
+ * device-resident kernels run after an L2 flush that keeps the GPU busy meanwhile; a step's stages
+ * run behind the stage before, except the step's first (Fathom's and SparQ's planner, a host index's
+ * copy, else the scan; dense attention). */
+static bool launch_hidden(const kbrow_t *r, const char *method)
+{
+    bool transfer = r->op == OPKIND_INDEX_FETCH || r->op == OPKIND_WINNER_FETCH || r->op == OPKIND_H2D_COPY ||
+                    r->op == OPKIND_D2H_COPY || r->op == OPKIND_H2D_COPY2D || r->op == OPKIND_H2D_BATCH ||
+                    r->op == OPKIND_SM_GATHER || r->op == OPKIND_FLUSH;
+    if (!strcmp(r->suite, "kernels")) return !transfer && !strncmp(r->placement, "hbm", 3);
+    if (strcmp(r->suite, "step") || r->op == OPKIND_LAYER_STEP) return false;
+    int first = !strcmp(method, "fathom") || !strcmp(method, "sparq") ? OPKIND_WF_PLAN
+                : !strcmp(method, "dense")                           ? OPKIND_ATTN_DENSE
+                : !strcmp(r->placement, "host")                      ? OPKIND_INDEX_FETCH
+                                                                     : OPKIND_SCAN;
+    return r->op != first;
+}
+
 int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, char **out, err_t *e)
 {
     static const char *const modes[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
@@ -90,6 +109,9 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     if (!strcmp(mname, "landmark") && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
     if (select) put_str(fp, "select", select);
+    /* kbench's step keeps a dense HBM tail ("...;tail=N"): the method's window */
+    const char *tail = strstr(r->layout, "tail=");
+    if (tail && atoi(tail + 5) > 0) fprintf(fp, ", window: %d", atoi(tail + 5));
     bool index_place = !strcmp(r->placement, "host") || !strncmp(r->placement, "hbm", 3) ||
                        !strncmp(r->placement, "layers:", 7) || !strncmp(r->placement, "planes:", 7);
     if (index_place && strcmp(mname, "dense"))   /* dense keeps no index: its K/V placement is the probe's */
@@ -122,9 +144,13 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     put_str(fp, "placement", r->placement);
     put_str(fp, "layout", r->layout);
     /* The kernels suite runs a scan or dense attention with its data on the host straight from
-     * pinned host memory; in a step the data is fetched first. */
-    if (!strcmp(r->suite, "kernels") && !strcmp(r->placement, "host") && (r->op == OPKIND_SCAN || r->op == OPKIND_ATTN_DENSE))
+     * pinned host memory, and so does the step suite's dense attention; a step's scan reads an
+     * index fetched first. */
+    bool zc_suite = !strcmp(r->suite, "kernels") || (!strcmp(r->suite, "step") && r->op == OPKIND_ATTN_DENSE);
+    if (zc_suite && !strcmp(r->placement, "host") && (r->op == OPKIND_SCAN || r->op == OPKIND_ATTN_DENSE))
         fputs(", zero_copy: true", fp);
+    if (!strcmp(r->suite, "step") && r->op != OPKIND_LAYER_STEP) fputs(", stage: true", fp);
+    if (launch_hidden(r, mname)) fputs(", launch_hidden: true", fp);
     double sessions = fmax(isnan(r->procs) ? 1 : r->procs, isnan(r->streams) ? 1 : r->streams);
     put_num(fp, "sessions", sessions >= 1 ? sessions : 1);
     double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 200);

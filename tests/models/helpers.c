@@ -37,3 +37,16 @@ void th_machine_free(tmachine_t *t)
     llmcat_free(t->llms);
     hwcat_free(t->cat);
 }
+
+provider_t *th_provider(tmachine_t *t, const char *yaml)
+{
+    err_t e;
+    cfg_doc_t *d;
+    cr_assert_eq(cfg_parse_string("m.yaml", yaml, strlen(yaml), &d, &e), 0, "%s", e.msg);
+    method_cfg_t cfg;
+    cr_assert_eq(method_cfg_bind(cfg_root(d), &cfg, &e), 0, "%s", e.msg);
+    provider_t *p;
+    cr_assert_eq(provider_new(&cfg, &t->m, &t->hw, t->cal, &p, &e), 0, "%s", e.msg);
+    cfg_free(d);
+    return p;
+}

@@ -6,6 +6,7 @@
 #include "models/hwcat.h"
 #include "models/hwinst.h"
 #include "models/llm.h"
+#include "models/provider.h"
 #include "sim/sim.h"
 
 typedef struct tmachine {
@@ -22,5 +23,7 @@ const char *th_path(const char *rel, char *buf, size_t n);
 /* Loads catalogs, resolves box (and link, NULL for the GPU's), model; builds the engine. Asserts. */
 void th_machine(tmachine_t *t, const char *box, const char *link, const char *model);
 void th_machine_free(tmachine_t *t);
+/* A method's provider from its settings `yaml` on t's machine and model (caller frees). Asserts. */
+provider_t *th_provider(tmachine_t *t, const char *yaml);
 
 #endif

@@ -22,12 +22,7 @@ static void plan_sums(const char *model, const char *yaml, uint64_t ctx, uint32_
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, model);
     err_t e;
-    cfg_doc_t *d;
-    cr_assert_eq(cfg_parse_string("m.yaml", yaml, strlen(yaml), &d, &e), 0, "%s", e.msg);
-    method_cfg_t cfg;
-    cr_assert_eq(method_cfg_bind(cfg_root(d), &cfg, &e), 0, "%s", e.msg);
-    provider_t *p;
-    cr_assert_eq(provider_new(&cfg, &t.m, &t.hw, t.cal, &p, &e), 0, "%s", e.msg);
+    provider_t *p = th_provider(&t, yaml);
     plan_t plan;
     plan_init(&plan);
     plan_request_t req = {ph, ctx, new_tokens, 0};
@@ -49,7 +44,6 @@ static void plan_sums(const char *model, const char *yaml, uint64_t ctx, uint32_
     if (budget) *budget = method_budget_bits(provider_method(p));
     plan_free(&plan);
     provider_free(p);
-    cfg_free(d);
     th_machine_free(&t);
 }
 

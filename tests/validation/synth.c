@@ -4,6 +4,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@ void synth_default(synth_truth_t *t)
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
                          .kernel_mem_eff = 0.85, .topk_passes = 3, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
-                         .hbm_GBps = 4800};
+                         .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
+                         .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190};
 }
 
 typedef struct out {
@@ -34,6 +36,7 @@ typedef struct out {
     gsl_rng *rng;
     double noise;
     double flops;   /* > 0: per_s is FLOP/s (kbench's gemm rows) */
+    const char *layout;
 } out_t;
 
 static double jitter(out_t *o, double t) { return t * (1 + o->noise * gsl_ran_gaussian(o->rng, 1.0)); }
@@ -58,7 +61,7 @@ static void row(out_t *o, const char *suite, const char *op, const char *variant
     fprintf(f, "hostalloc,");
     N(streams);
     N(procs);
-    fprintf(f, "%s,%s,,", policy, strcmp(suite, "kernels") ? "host" : "hbm");
+    fprintf(f, "%s,%s,%s,", policy, strcmp(suite, "kernels") ? "host" : "hbm", o->layout ? o->layout : "");
     N(bytes);
     fprintf(f, "20,%.3f,%.3f,%.3f,%.3f,", t, t * 0.98, t * 1.03, t * 1.08);
     if (o->flops > 0) fprintf(f, "%.8g,", o->flops / (t * 1e-6));
@@ -122,7 +125,7 @@ static void two_phase(double b1, double r1, double a1, double l1, double b2, dou
 int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
                     unsigned long seed)
 {
-    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0};
+    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL};
     if (!o.rng) return -1;
     gsl_rng_set(o.rng, seed);
     o.fp = open_csv(dir, "link.csv", "link", device);
@@ -144,17 +147,22 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "link", "h2d_copy", "duplex", -1, -1, dsz[i], -1, 1, -1, "mix:h2d+d2h", dsz[i], tt, 0, "", 2, -1);
         row(&o, "link", "d2h_copy", "duplex", -1, -1, dsz[i], -1, 1, -1, "mix:h2d+d2h", dsz[i], tt, 1, "", 2, -1);
     }
-    /* 2D copies and batched copies. */
+    /* 2D copies (their rows at the host's row rate over the region, as a gather's) and batched copies. */
     for (double w = 64; w <= 128 * 1024; w *= 2) {
         double rows_ = 64 * MIB / w;
+        double xfer = fmax(64 * MIB / (t->h2d_GBps * 1e3), rows_ / rows_at(t, 4 * 64 * MIB) * 1e6);
         row(&o, "link", "h2d_copy2d", "spitch4", -1, -1, w, 4 * 64 * MIB, rows_, -1, "alone", 64 * MIB,
-            t->ce_latency_us + rows_ * t->ce2d_row_ns * 1e-3 + 64 * MIB / (t->h2d_GBps * 1e3), -1, "", 1, -1);
+            t->ce_latency_us + rows_ * t->ce2d_row_ns * 1e-3 + xfer, -1, "", 1, -1);
     }
     for (double p = 64; p <= 128 * 1024; p *= 2) {
         double cnt = fmin(64 * MIB / p, 8192);
         row(&o, "link", "h2d_batch", "random", -1, -1, p, 256 * MIB, cnt, -1, "alone", cnt * p,
             t->ce_latency_us + cnt * t->cebatch_piece_us + cnt * p / (t->h2d_GBps * 1e3), -1, "", 1, -1);
     }
+    /* Chains of back-to-back copies: one setup, then the gap per further copy. */
+    for (double p = 4096; p <= 16 * MIB; p *= 4)
+        row(&o, "link", "h2d_copy", "b2b", -1, -1, p, -1, 16, -1, "alone", 16 * p,
+            t->ce_latency_us + 15 * t->ce_b2b_gap_us + 16 * p / (t->h2d_GBps * 1e3), -1, "", 1, -1);
     /* SM gathers: the grid, then the blocks sweep. */
     double payload = 64 * MIB;
     for (double region = 256 * MIB; region <= 16 * GIB; region *= 4)
@@ -225,6 +233,19 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 t->gemm_latency_us + fmax(b / (t->hbm_GBps * 1e3 * t->gemm_mem_eff), o.flops / peak * 1e6), -1, "", 1, -1);
             o.flops = 0;
         }
+    /* The split-K combine by split count, cold and with its partials in L2; where the partial kernel
+     * streamed more than the L2 (region > 60 MiB) kbench's "l2" rows are as cold as the others. */
+    static const double splits[7] = {16, 32, 48, 64, 128, 264, 528};
+    for (int i = 0; i < 7; i++)
+        for (int l2 = 0; l2 < 2; l2++) {
+            double region = 8 * 64 * splits[i] * 512;
+            bool hot = l2 && region <= 60 * MIB;
+            o.layout = l2 ? "interleaved;l2" : "interleaved";
+            row(&o, "kernels", "attn_combine", "splitk", -1, -1, -1, region, splits[i], -1, "alone", splits[i] * 32 * 520,
+                hot ? t->combine_l2_latency_us + splits[i] * t->combine_l2_split_ns * 1e-3
+                    : t->combine_latency_us + splits[i] * t->combine_split_ns * 1e-3, -1, "", 1, -1);
+        }
+    o.layout = NULL;
     for (int i = 0; i < 20; i++)
         row(&o, "kernels", "launch", "host_enqueue", -1, -1, -1, -1, 1, -1, "alone", -1, t->launch_us, -1, "", 1, -1);
     row(&o, "kernels", "launch", "empty_b2b", -1, -1, -1, -1, 100, -1, "alone", -1, 100 * 1.2, -1, "", 1, -1);

@@ -49,7 +49,7 @@ Test(probe, layer_step_of_a_kbench_method)
     r.model = "qwen3-8b";
     r.reps = 30;
     char *y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", placement: \"hbm\", kv_placement: hbm, index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", window: 1024, placement: \"hbm\", kv_placement: hbm, index_fetch: ce}"), "%s", y);
     cr_assert(strstr(y, "what: layer_step"), "%s", y);
     cr_assert(strstr(y, "n_tokens: 1048576"), "%s", y);
     cr_assert(strstr(y, "placement: \"hbm_all\""), "%s", y);

@@ -1,0 +1,203 @@
+/* Cost forms against hand-computed values: scan families, the split-K split count and combine, attention
+ * over winners still in L2, 2D copies bound by the host's row rate. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "models/cost.h"
+#include "models/method.h"
+#include "models/opkind.h"
+#include "models/provider.h"
+
+static void set(calib_t *cal, const char *name, double v)
+{
+    err_t e;
+    calib_param_t p = {name, v, 0, 1, 0, "", "assumed: test"};
+    cr_assert_eq(calib_set(cal, &p, &e), 0, "%s", e.msg);
+}
+
+static double get(calib_t *cal, const char *name)
+{
+    double v;
+    err_t e;
+    cr_assert_eq(calib_get(cal, name, &v, &e), 0, "%s", e.msg);
+    return v;
+}
+
+Test(cost, scan_families_are_kbench_variants_without_digits)
+{
+    cr_expect_eq(cost_scan_family("pertoken136"), cost_scan_family("pertoken68"));
+    cr_expect_eq(cost_scan_family("landmark16"), cost_scan_family("landmark"));
+    cr_expect_str_eq(cost_scan_families[cost_scan_family("fathom")], "fathom");
+    cr_expect_str_eq(cost_scan_families[cost_scan_family("hashattn")], "hashattn");
+    cr_expect_eq(cost_scan_family("dense"), -1);
+    cr_expect_eq(cost_scan_family("hash"), -1);
+    cr_expect_eq(cost_scan_family("123"), -1);
+    for (int m = 1; m < METHOD_COUNT; m++) cr_expect_geq(cost_scan_family(method_names[m]), 0, "%s", method_names[m]);
+}
+
+/* H200 preset: 132 SMs, 16 blocks per SM over all heads, at least 64 rows per split. */
+Test(cost, split_count_is_flash_decodings)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    cost_t c;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_expect_float_eq(cost_attn_splits(&c, 2048, 8), 32, 0);          /* 2048/64 */
+    cr_expect_float_eq(cost_attn_splits(&c, 1048576, 8), 264, 0);      /* 16·132/8 */
+    cr_expect_float_eq(cost_attn_splits(&c, 1024, 32), 16, 0);         /* min(66, 16) */
+    cr_expect_float_eq(cost_attn_splits(&c, 65, 8), 2, 0);             /* ceil(65/64) */
+    cr_expect_float_eq(cost_attn_splits(&c, 10, 8), 1, 0);
+    th_machine_free(&t);
+}
+
+/* One layer of a plan of `yaml` at ctx tokens; returns the provider (caller frees plan and provider). */
+static provider_t *build(tmachine_t *t, const char *yaml, uint64_t ctx, plan_t *plan)
+{
+    err_t e;
+    provider_t *p = th_provider(t, yaml);
+    provider_set_layers_only(p, true);
+    plan_init(plan);
+    plan_request_t req = {PLAN_DECODE, ctx, 1, 0};
+    cr_assert_eq(provider_build(p, t->sim, 0, &req, plan, &e), 0, "%s", e.msg);
+    cr_assert_eq(plan_validate(plan, &e), 0, "%s", e.msg);
+    return p;
+}
+
+static bool depends_on(const plan_t *p, uint32_t op, int kind)
+{
+    for (uint32_t i = 0; i < p->ops[op].n_deps; i++)
+        if (p->ops[p->deps[p->ops[op].dep_first + i]].kind == kind) return true;
+    return false;
+}
+
+/* Fathom at 32K with a 1024-token window: per layer one combine after both partials, of 2048/64 = 32
+ * partials over the winners and ceil(1025/64) = 17 over the window and the new token, reading them
+ * from L2 (8 MiB of winners); dense at 32K streams 124 MiB per layer through the L2, so its combine of
+ * 264 + 17 partials is cold. The O/MLP GEMM waits for the combine. */
+Test(cost, combine_merges_both_partials_after_them)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "attn_combine_latency_us", 4);
+    set(t.cal, "attn_combine_split_ns", 360);
+    set(t.cal, "attn_combine_l2_latency_us", 3);
+    set(t.cal, "attn_combine_l2_split_ns", 200);
+    static const struct { const char *yaml; double expect_ps; } cases[2] = {
+        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024", (3 + 49 * 0.2) * 1e6},
+        {"method: dense\nwindow: 1024", (4 + 281 * 0.36) * 1e6},
+    };
+    for (int c = 0; c < 2; c++) {
+        plan_t plan;
+        provider_t *p = build(&t, cases[c].yaml, 32768, &plan);
+        int combines = 0;
+        for (uint32_t i = 0; i < plan.n_ops; i++) {
+            const plan_op_t *o = &plan.ops[i];
+            if (o->kind == OPKIND_ATTN_COMBINE) {
+                combines++;
+                cr_expect(fabs((double)o->cost.latency_ps - cases[c].expect_ps) <= 1, "%s: %g ps, expected %g",
+                          cases[c].yaml, (double)o->cost.latency_ps, cases[c].expect_ps);
+                cr_expect(depends_on(&plan, i, OPKIND_ATTN_TAIL), "%s", cases[c].yaml);
+                cr_expect(depends_on(&plan, i, c ? OPKIND_ATTN_DENSE : OPKIND_ATTN_SPARSE), "%s", cases[c].yaml);
+            }
+            if (o->kind == OPKIND_GEMM && depends_on(&plan, i, OPKIND_ATTN_COMBINE)) combines += 100;
+        }
+        cr_expect_eq(combines, 36 * 101, "%s: %d", cases[c].yaml, combines);
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
+
+/* Winners that fit in the L2 are read at attn_sparse_l2's rate and leave HBM alone; past the L2 the
+ * cold attention reads HBM. */
+Test(cost, attention_over_winners_in_l2)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "attn_sparse_l2_latency_us", 9);
+    set(t.cal, "attn_sparse_l2_mem_eff", 1.25);
+    double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9;
+    sim_res_t hbm = sim_res_find(t.sim, "gpu0.hbm");
+    for (int k = 0; k < 2; k++) {
+        /* 2048 rows × 8 heads × 512 B = 8 MiB; 65536 rows: 256 MiB, past the 60 MiB L2 */
+        plan_t plan;
+        provider_t *p = build(&t, k ? "method: pertoken\nbudget: 136\nk: 65536" : "method: pertoken\nbudget: 136\nk: 2048",
+                              1048576, &plan);
+        for (uint32_t i = 0; i < plan.n_ops; i++) {
+            const plan_op_t *o = &plan.ops[i];
+            if (o->kind != OPKIND_ATTN_SPARSE) continue;
+            bool on_hbm = false;
+            for (uint32_t u = 0; u < o->n_uses; u++) on_hbm |= o->uses[u].res == hbm;
+            cr_expect_eq(on_hbm, k == 1, "k case %d", k);
+            if (k == 0) {
+                sim_ps_t alone;
+                err_t e;
+                cr_assert_eq(cost_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
+                double expect = 9e-6 + 2048.0 * 8 * 512 / (1.25 * hbm_Bps);
+                cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-11, "%g vs %g", (double)alone * 1e-12, expect);
+            }
+        }
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
+
+/* A 2D copy of 64 B rows over 256 MiB: 1M rows at the host's row rate there take longer than its
+ * 64 MiB at the link's rate, so the rows bind; with no region (a contiguous copy) the link does. */
+Test(cost, copy2d_rows_take_the_host_row_rate)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_rows_Mps_256MiB", 200);
+    set(t.cal, "ce2d_row_ns", 0);
+    cost_t c;
+    cost_paths_t paths;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    double bytes = 64.0 * 1048576, rows = bytes / 64;
+    plan_op_t op;
+    sim_ps_t alone;
+    memset(&op, 0, sizeof op);
+    cost_transfer(&c, &paths, COST_CE, true, bytes, rows, 256.0 * 1048576, &op);
+    cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+    double lat = get(t.cal, "ce_latency_us") * 1e-6, link = get(t.cal, "h2d_GBps") * 1e9;
+    double expect = lat + fmax(rows / 200e6, bytes / link);
+    cr_expect_gt(rows / 200e6, bytes / link);
+    cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "%g vs %g", (double)alone * 1e-12, expect);
+    memset(&op, 0, sizeof op);
+    cost_transfer(&c, &paths, COST_CE, true, bytes, rows, 0, &op);
+    cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+    cr_expect(fabs((double)alone * 1e-12 - (lat + bytes / link)) < 1e-9, "%g", (double)alone * 1e-12);
+    th_machine_free(&t);
+}
+
+/* A method's scan takes its family's fixed time, not the scan kind's. */
+Test(cost, scan_takes_its_familys_parameters)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "scan_latency_us", 1);
+    set(t.cal, "scan_landmark_latency_us", 7);
+    set(t.cal, "scan_hashattn_latency_us", 5);
+    static const struct { const char *yaml; double lat_us; } cases[2] = {{"method: landmark\npage: 16", 7},
+                                                                         {"method: hashattn", 5}};
+    for (int c = 0; c < 2; c++) {
+        plan_t plan;
+        provider_t *p = build(&t, cases[c].yaml, 65536, &plan);
+        int scans = 0;
+        for (uint32_t i = 0; i < plan.n_ops; i++)
+            if (plan.ops[i].kind == OPKIND_SCAN) {
+                scans++;
+                cr_expect_eq(plan.ops[i].cost.latency_ps, (sim_ps_t)(cases[c].lat_us * 1e6), "%s", cases[c].yaml);
+            }
+        cr_expect_eq(scans, 36);
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
