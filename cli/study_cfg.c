@@ -94,6 +94,8 @@ static const cfg_param_t probe_params[] = {
     P("batch", CFG_T_INT, scn_probe_t, batch, "1", 1, 1e6, "batch size"),
     P("piece_bytes", CFG_T_BYTES, scn_probe_t, piece_bytes, "0", 0, 1e15, "bytes per piece of a transfer"),
     P("region_bytes", CFG_T_BYTES, scn_probe_t, region_bytes, "0", 0, 1e15, "host region a gather spreads over"),
+    P("bytes", CFG_T_BYTES, scn_probe_t, bytes, "0", 0, 1e15,
+      "op probes: HBM bytes of a kernel the method's plan has no op for (run alone through the cost forms)"),
     P("pieces", CFG_T_INT, scn_probe_t, pieces, "0", 0, 1e12, "pieces of a transfer"),
     P("blocks", CFG_T_INT, scn_probe_t, blocks, "0", 0, 1e9, "blocks in flight of a gather"),
     P("placement", CFG_T_STRING, scn_probe_t, placement, "host", 1, 0, "index and K/V placement"),

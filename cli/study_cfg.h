@@ -63,7 +63,7 @@ typedef struct scn_probe {
     int what;                      /* SCN_PROBE_* */
     const char *op, *variant, *placement, *layout;
     int64_t n_tokens, heads, bits, k, batch, pieces, blocks, sessions, steps, streams;
-    double piece_bytes, region_bytes;
+    double piece_bytes, region_bytes, bytes;
     bool zero_copy, stage, launch_hidden;
 } scn_probe_t;
 

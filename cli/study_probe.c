@@ -21,6 +21,15 @@ typedef struct probe_prov {
     plan_t tmp;
 } probe_prov_t;
 
+/* The GPU's paths in sim (host data in DRAM), resolved once per simulator. */
+static int probe_paths(probe_prov_t *pp, const sim_t *sim, int gpu, err_t *e)
+{
+    if (pp->paths_sim == sim) return ERR_OK;
+    int rc = cost_paths_resolve(&pp->cost, pp->hw, sim, gpu, HWINST_DRAM, &pp->paths, e);
+    if (!rc) pp->paths_sim = sim;
+    return rc;
+}
+
 /* Raw transfers of the link suite: not taken from a method's plan. */
 static bool raw_transfer(int kind, cost_xfer_t *form, bool *h2d)
 {
@@ -37,11 +46,8 @@ static bool raw_transfer(int kind, cost_xfer_t *form, bool *h2d)
 
 static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer_t form, bool h2d, plan_t *out, err_t *e)
 {
-    if (pp->paths_sim != sim) {
-        int rc = cost_paths_resolve(&pp->cost, pp->hw, sim, gpu, HWINST_DRAM, &pp->paths, e);
-        if (rc) return rc;
-        pp->paths_sim = sim;
-    }
+    int rc = probe_paths(pp, sim, gpu, e);
+    if (rc) return rc;
     double pieces = pp->pb.pieces > 0 ? (double)pp->pb.pieces : 1;
     double bytes = pp->pb.piece_bytes * pieces;
     plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER};
@@ -55,11 +61,8 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
  * region they span), so the link and the gather's ceilings bound it, not HBM. */
 static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, plan_op_t *op, err_t *e)
 {
-    if (pp->paths_sim != sim) {
-        int rc = cost_paths_resolve(&pp->cost, pp->hw, sim, gpu, HWINST_DRAM, &pp->paths, e);
-        if (rc) return rc;
-        pp->paths_sim = sim;
-    }
+    int rc = probe_paths(pp, sim, gpu, e);
+    if (rc) return rc;
     double bytes = op->bytes_hbm, piece = 131072;
     uint16_t kind = op->kind, layer = op->layer;
     cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, op);
@@ -85,6 +88,15 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
         if (!rc) rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
     }
     if (rc || out->n_ops) return rc;
+    if (pp->pb.bytes > 0) {   /* e.g. quantising a whole context at once: the kernel alone on its bytes */
+        plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER};
+        rc = probe_paths(pp, sim, gpu, e);
+        if (rc) return rc;
+        cost_kernel(&pp->cost, &pp->paths, pp->kind, pp->pb.bytes, 0, LLM_BF16, &op);
+        op.bytes_hbm = pp->pb.bytes;
+        if (pp->pb.launch_hidden) op.launch_ps = 0;
+        return plan_add(out, &op, NULL, 0, NULL, e);
+    }
     return err_set(e, ERR_INVAL, "probe: the %s plan at %llu tokens has no '%s' op (variant '%s')",
                    method_names[method_cfg(provider_method(pp->inner))->method],
                    (unsigned long long)req->context_tokens, opkind_name(pp->kind), pp->pb.variant);

@@ -74,7 +74,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
-        F("topk_latency_us", topk_latency_s, 1e-6), F("gemm_latency_us", gemm_latency_s, 1e-6),
+        F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
+        F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
         F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
         F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
         F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
@@ -300,6 +301,26 @@ void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op)
     calib_note(c->cal, "attn_split_blocks_per_sm", NAN);
     calib_note(c->cal, "attn_split_min_rows", NAN);
     calib_note(c->cal, "launch_us", NAN);
+}
+
+double cost_topk_blocks_per_row(const cost_t *c, double rows, double n)
+{
+    double cap = fmax(1, floor(c->topk_blocks_per_sm * c->sm_count / fmax(rows, 1)));
+    return fmax(1, fmin(ceil(n / c->topk_block_elems), cap));
+}
+
+void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, plan_op_t *op)
+{
+    static const char names[2][40] = {"topk_latency_us", "kernel_mem_eff"};
+    double bpr = cost_topk_blocks_per_row(c, rows, n);
+    double excess = fmax(0, ceil(n / bpr) - c->topk_block_elems), t_work = excess * c->topk_elem_s;
+    double bytes = 4.0 * rows * n * c->topk_passes;
+    kernel_op(c, p, OPKIND_TOPK, c->topk_latency_s, c->kernel_mem_eff, names, bytes, 0, LLM_BF16, op);
+    if (bytes > 0 && t_work > 0) op->cost.cap_rate = bytes / t_work;
+    calib_note(c->cal, "topk_elem_ns", ceil(n / bpr));
+    calib_note(c->cal, "topk_passes", NAN);
+    calib_note(c->cal, "topk_block_elems", NAN);
+    calib_note(c->cal, "topk_blocks_per_sm", NAN);
 }
 
 void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_token, double flops_per_token,

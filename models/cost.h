@@ -18,6 +18,7 @@
  *                                   scans per family (scan_<family>_latency_us, scan_<family>_mem_eff);
  *                                   attention over winners still in L2 its own (cost_attn_l2)
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
+ *   top-k (cost_topk):              topk_latency + topk_elem·max(0, n/blocks_per_row − topk_block_elems)
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
@@ -70,6 +71,7 @@ typedef struct cost {
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
+    double topk_elem_s, topk_block_elems, topk_blocks_per_sm;
 } cost_t;
 
 /* Reads every parameter the forms use from cal. Errors: ERR_NOTFOUND naming a missing one. */
@@ -132,6 +134,15 @@ double cost_attn_splits(const cost_t *c, double rows_per_head, double heads);
  * not with bytes; the partials are too small to matter against HBM); attn_combine_l2_* when the
  * partials are still in L2 (l2). */
 void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op);
+
+/* Blocks per row of a radix top-k over `rows` rows of n scores: one per topk_block_elems scores, at
+ * most topk_blocks_per_sm·SMs over all rows (at least one per row). */
+double cost_topk_blocks_per_row(const cost_t *c, double rows, double n);
+
+/* Fills op for top-k over `rows` rows of n scores: topk_latency + topk_elem·(scores per block past
+ * topk_block_elems); the scores cross HBM topk_passes times; the op holds the share of the SMs its
+ * blocks fill. */
+void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, plan_op_t *op);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {

@@ -83,13 +83,16 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("wf_plan_latency_us", "us", "fixed time of the water-filling planner"),
     POS("wf_plan_mem_eff", "", "fraction of HBM bandwidth the planner reaches"),
     NONNEG("topk_latency_us", "us", "fixed time of a top-k kernel"),
+    NONNEG("topk_elem_ns", "ns", "top-k: time per score a block walks past its first topk_block_elems (all passes)"),
+    POS("topk_block_elems", "scores", "top-k: scores per block before a row's blocks run out (radix select grid)"),
+    POS("topk_blocks_per_sm", "blocks", "top-k: blocks per SM over all rows at most (radix select grid)"),
     NONNEG("gemm_latency_us", "us", "fixed time of a projection, MLP or LM-head GEMM"),
     POS("gemm_mem_eff", "", "fraction of HBM bandwidth a weight-streaming GEMM reaches"),
     POS("gemm_compute_eff", "", "fraction of tensor peak a large GEMM reaches"),
     NONNEG("launch_us", "us", "host CPU time to launch a kernel"),
     NONNEG("copy_launch_us", "us", "host CPU time to issue a copy"),
     NONNEG("graph_launch_us", "us", "host CPU time to launch a CUDA graph of a step"),
-    POS("topk_passes", "", "times a top-k kernel reads its scores"),
+    POS("topk_passes", "", "times a top-k kernel reads its scores from HBM"),
     NONNEG("sample_us", "us", "sampling time per step"),
 };
 

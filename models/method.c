@@ -398,6 +398,7 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     /* a sparse prefill chunk pools its queries' scores into one selection per set (prefill_union·k
      * rows), tile by tile on chip: one score vector per set reaches HBM, as in decode */
     o->scores = per_head_scores * sets;
+    o->score_rows = sets;
     double k = (double)c->k;
     double want = prefill ? c->prefill_union * k : mt->u * k;
     double units = fmin(ceil(want / P), ceil(n_off / P));     /* pages (P = 1: rows) per KV head */

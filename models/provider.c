@@ -119,6 +119,16 @@ static int add_kernel(builder_t *b, int kind, int layer, double bytes, double fl
     return add(b, &op, deps, n_deps, id);
 }
 
+static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
+                    uint32_t *id)
+{
+    plan_op_t op = op_new(OPKIND_TOPK, layer, STREAM_COMPUTE);
+    double rows = fmax(ly->score_rows, 1);
+    cost_topk(&b->p->cost, &b->p->paths, rows, ly->scores / rows, &op);
+    op.bytes_hbm = op.cost.work;
+    return add(b, &op, deps, n_deps, id);
+}
+
 /* Attention over the winners: just written by the winner fetch, so read from the L2 where they fit. */
 static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
                            uint32_t *id)
@@ -267,7 +277,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                 rc = add_kernel(&b, OPKIND_SCAN, l, ly.index_host_bytes + ly.index_hbm_bytes + ly.scores * 4.0,
                                 ly.scan_flops, sdeps, 3, &scan);
             consumer[l] = scan;
-            if (!rc) rc = add_kernel(&b, OPKIND_TOPK, l, ly.scores * 4.0 * p->cost.topk_passes, 0, &scan, 1, &topk);
+            if (!rc) rc = add_topk(&b, l, &ly, &scan, 1, &topk);
             if (!rc && ly.winner_host_bytes > 0)
                 rc = add_transfer(&b, OPKIND_WINNER_FETCH, l, win_form, true, ly.winner_host_bytes, ly.winner_pieces,
                                   ly.kv_region_bytes, &topk, 1, &win);

@@ -890,11 +890,57 @@ static bool is_hbm_kernel(int op)
            op == OPKIND_ATTN_DENSE || op == OPKIND_ATTN_TAIL;
 }
 
-/* The fp32 scores a top-k reads once: 4·heads·n_tokens (kbench's bytes_moved counts every pass). */
-static double scores_bytes(const kbrow_t *r)
+/* Top-k over `heads` rows of n_tokens scores (kbench's radix select): t = lat + elem·x, x the scores
+ * per block past topk_block_elems (blocks per row as the cost form gives them, from the grid's
+ * configuration), WLS 1/t². Below one full block per row its time is the fixed part alone; past the
+ * grid's cap each block walks more scores: the slope is the per-score time of all passes. */
+static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
-    if (r->heads > 0 && r->n_tokens > 0) return 4.0 * r->heads * r->n_tokens;
-    return r->bytes_moved;
+    cost_t c = {0};
+    int rc = value_of(f, seed, "topk_block_elems", &c.topk_block_elems, e);
+    if (!rc) rc = value_of(f, seed, "topk_blocks_per_sm", &c.topk_blocks_per_sm, e);
+    if (!rc) rc = value_of(f, seed, "sm_count", &c.sm_count, e);
+    if (rc) return rc;
+    sel_t t = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_TOPK) && alone(r) && r->heads > 0 && r->n_tokens > 0 && sel_add(&t, r))
+            return free(t.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    if (t.n < 3) {
+        note(f, "topk_latency_us, topk_elem_ns: not determined (%zu topk rows)", t.n);
+        free(t.v);
+        return ERR_OK;
+    }
+    double *X = malloc(2 * t.n * sizeof *X), *m = malloc(t.n * sizeof *m), *w = malloc(t.n * sizeof *w);
+    double *pred = malloc(t.n * sizeof *pred);
+    rc = (!X || !m || !w || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < t.n; i++) {
+        double n = t.v[i]->n_tokens, bpr = cost_topk_blocks_per_row(&c, t.v[i]->heads, n);
+        X[2 * i] = 1;
+        X[2 * i + 1] = fmax(0, ceil(n / bpr) - c.topk_block_elems);
+        m[i] = t.v[i]->t_med_us;
+        w[i] = 1.0 / (m[i] * m[i]);
+    }
+    static const char how[] = "topk: t = lat + elem*max(0, scores per block - topk_block_elems), WLS 1/t^2 "
+                              "(blocks per row from the radix select's grid configuration)";
+    lsq_fit_t tf;
+    err_t e2;
+    if (!rc && !lsq_wlinear(how, X, m, w, t.n, 2, &tf, &e2) && tf.coef[1] > 0) {
+        double lo = INFINITY, hi = -INFINITY;   /* the predictor: scores per block */
+        for (size_t i = 0; i < t.n; i++) {
+            lo = fmin(lo, X[2 * i + 1] + c.topk_block_elems);
+            hi = fmax(hi, X[2 * i + 1] + c.topk_block_elems);
+        }
+        put(f, "topk_latency_us", fmax(tf.coef[0], 0), tf.se[0], lo, hi, t.v, t.n, how);
+        put(f, "topk_elem_ns", tf.coef[1] * 1e3, tf.se[1] * 1e3, lo, hi, t.v, t.n, how);
+        for (size_t i = 0; i < t.n; i++) pred[i] = fmax(tf.coef[0], 0) + tf.coef[1] * X[2 * i + 1];
+        resid(f, "kernel_topk", pred, m, t.n);
+    } else if (!rc) {
+        note(f, "topk_latency_us, topk_elem_ns: not determined (%zu topk rows without a positive slope)", t.n);
+    }
+    free(X), free(m), free(w), free(pred), free(t.v);
+    return rc;
 }
 
 /* kbench's numbered kernel variants other than the one its steps run ("full;kernel1"): comparisons of
@@ -1137,62 +1183,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     if (!rc) rc = fit_combine(f, rows, seed, true, e);
     if (rc) return rc;
 
-    /* top-k: passes over its scores at the kernel efficiency. */
-    double lat, eff;
-    rc = value_of(f, seed, "kernel_latency_us", &lat, e);
-    if (!rc) rc = value_of(f, seed, "kernel_mem_eff", &eff, e);
-    if (rc) return rc;
-    sel_t t = {0};
-    for (size_t i = 0; i < rows->n && !rc; i++) {
-        const kbrow_t *r = rows->v[i];
-        if (is_op(r, OPKIND_TOPK) && alone(r) && scores_bytes(r) > 0 && r->t_med_us > lat) rc = sel_add(&t, r);
-    }
-    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
-    if (!t.n) {
-        note(f, "topk_passes: not determined (no topk rows)");
-        return ERR_OK;
-    }
-    /* t = a + passes·scores/(eff·hbm): the slope gives the passes; the intercept a is top-k's own
-     * fixed time (its launches), which the cost form charges as kernel_latency only. */
-    double *v = malloc(2 * t.n * sizeof *v), *p2 = malloc(t.n * sizeof *p2), *m2 = malloc(t.n * sizeof *m2);
-    double *w2 = malloc(t.n * sizeof *w2);
-    if (!v || !p2 || !m2 || !w2) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
-    double rate = eff * hbm * 1e3;   /* bytes/us at the kernel efficiency */
-    for (size_t i = 0; !rc && i < t.n; i++) {
-        v[2 * i] = 1;
-        v[2 * i + 1] = scores_bytes(t.v[i]) / rate;
-        m2[i] = t.v[i]->t_med_us;
-        w2[i] = 1.0 / (m2[i] * m2[i]);
-    }
-    lsq_fit_t tf;
-    bool fitted = false;
-    if (!rc && t.n >= 3) {
-        err_t e2;
-        fitted = !lsq_wlinear("topk t = a + passes*scores/(eff*hbm)", v, m2, w2, t.n, 2, &tf, &e2) && tf.coef[1] > 0;
-    }
-    if (!rc && !fitted) note(f, "topk_passes: not determined (%zu topk rows without a positive slope in bytes)", t.n);
-    if (!rc && fitted) {
-        double lo, hi;
-        range_of(&t, get_bytes, &lo, &hi);
-        put(f, "topk_passes", tf.coef[1], tf.se[1], lo, hi, t.v, t.n,
-            "topk: t = a + passes*score bytes/(kernel_mem_eff*hbm), WLS 1/t^2, score bytes = 4*heads*n_tokens");
-        if (hwcat_param_unit("topk_latency_us"))
-            put(f, "topk_latency_us", fmax(tf.coef[0], 0), tf.se[0], lo, hi, t.v, t.n,
-                "topk: the intercept of t = a + passes*score bytes/(kernel_mem_eff*hbm), WLS 1/t^2");
-        else
-            note(f, "topk: its fixed time is %.3g +- %.2g us, not kernel_latency_us (%.3g): the cost form has no top-k "
-                    "latency (declare topk_latency_us in the catalogs and the fitter writes it)",
-                 tf.coef[0], tf.se[0], lat);
-        double tlat = hwcat_param_unit("topk_latency_us") ? fmax(tf.coef[0], 0) : lat;
-        for (size_t i = 0; i < t.n; i++) p2[i] = tlat + tf.coef[1] * v[2 * i + 1];
-        resid(f, "kernel_topk", p2, m2, t.n);
-    }
-    free(w2);
-    free(v);
-    free(p2);
-    free(m2);
-    free(t.v);
-    return rc;
+    return fit_topk(f, rows, seed, e);
 }
 
 /* ---- GEMMs by batch -------------------------------------------------------------------------- */

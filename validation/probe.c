@@ -139,6 +139,7 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     put_num(fp, "batch", r->batch > 0 ? r->batch : NAN);
     put_num(fp, "piece_bytes", r->piece_bytes);
     put_num(fp, "region_bytes", r->region_bytes);
+    if (r->op == OPKIND_QUANTIZE) put_num(fp, "bytes", r->bytes_moved);   /* no plan quantises a whole context */
     put_num(fp, "pieces", r->pieces);
     put_num(fp, "blocks", r->blocks);
     put_str(fp, "placement", r->placement);

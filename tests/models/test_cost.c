@@ -201,3 +201,39 @@ Test(cost, scan_takes_its_familys_parameters)
     }
     th_machine_free(&t);
 }
+
+/* Radix top-k on 132 SMs: a block per 4096 scores of a row, at most 4·132 = 528 over all rows. Past
+ * 4096 scores per block each further one costs topk_elem_ns: 8 rows of 4M scores take 66 blocks
+ * each, ceil(4194304/66) = 63551 scores per block. */
+Test(cost, topk_blocks_and_time)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "topk_latency_us", 50);
+    set(t.cal, "topk_elem_ns", 7.5);
+    cost_t c;
+    cost_paths_t paths;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    cr_expect_float_eq(cost_topk_blocks_per_row(&c, 8, 32768), 8, 0);
+    cr_expect_float_eq(cost_topk_blocks_per_row(&c, 8, 4194304), 66, 0);
+    cr_expect_float_eq(cost_topk_blocks_per_row(&c, 128, 262144), 4, 0);
+    cr_expect_float_eq(cost_topk_blocks_per_row(&c, 1000, 1 << 20), 1, 0);
+    static const struct { double rows, n, expect_s; } cases[2] = {
+        {8, 32768, 50e-6},                              /* 4096 per block: the fixed time only */
+        {8, 4194304, 50e-6 + (63551 - 4096) * 7.5e-9},
+    };
+    for (int i = 0; i < 2; i++) {
+        plan_op_t op;
+        memset(&op, 0, sizeof op);
+        cost_topk(&c, &paths, cases[i].rows, cases[i].n, &op);
+        sim_ps_t alone;
+        cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+        double bytes_s = 4.0 * cases[i].rows * cases[i].n * get(t.cal, "topk_passes") /
+                         (get(t.cal, "hbm_GBps") * 1e9 * get(t.cal, "kernel_mem_eff"));
+        double expect = i ? cases[i].expect_s : cases[i].expect_s + bytes_s;   /* HBM binds when no block walks more */
+        cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "case %d: %g vs %g", i, (double)alone * 1e-12, expect);
+    }
+    th_machine_free(&t);
+}

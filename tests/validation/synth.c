@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_passes = 3, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190};
@@ -37,6 +37,7 @@ typedef struct out {
     double noise;
     double flops;   /* > 0: per_s is FLOP/s (kbench's gemm rows) */
     const char *layout;
+    double heads;   /* > 0: the heads column (else 8 where n_tokens is set) */
 } out_t;
 
 static double jitter(out_t *o, double t) { return t * (1 + o->noise * gsl_ran_gaussian(o->rng, 1.0)); }
@@ -51,7 +52,7 @@ static void row(out_t *o, const char *suite, const char *op, const char *variant
     fprintf(f, "%s,%s,%s,", suite, op, variant);
 #define N(v) ((v) >= 0 ? fprintf(f, "%.0f,", (double)(v)) : fprintf(f, ","))
     N(n_tokens);
-    N(n_tokens >= 0 ? 8 : -1);
+    N(o->heads > 0 ? o->heads : n_tokens >= 0 ? 8 : -1);
     fprintf(f, ",,");
     N(batch);
     N(piece);
@@ -125,7 +126,7 @@ static void two_phase(double b1, double r1, double a1, double l1, double b2, dou
 int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
                     unsigned long seed)
 {
-    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL};
+    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0};
     if (!o.rng) return -1;
     gsl_rng_set(o.rng, seed);
     o.fp = open_csv(dir, "link.csv", "link", device);
@@ -217,11 +218,18 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             double b = n * bpt[k] * 8;
             row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
         }
-    for (double n = 4096; n <= 1048576; n *= 2) {
-        double sb = n * 4 * 8;   /* fp32 scores of 8 heads, read topk_passes times */
-        row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", sb * (t->topk_passes + 1),
-            t->kernel_latency_us + t->topk_passes * sb / hbm, -1, "fathom", 1, -1);
-    }
+    /* top-k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over all
+     * rows; past 4096 scores per block each further one costs topk_elem_ns */
+    static const double trows[4] = {8, 32, 64, 128};
+    for (int ri = 0; ri < 4; ri++)
+        for (double n = 4096; n <= 1048576; n *= 4) {
+            double bpr = fmax(1, fmin(ceil(n / 4096), fmax(1, floor(4 * 132 / trows[ri]))));
+            double excess = fmax(0, ceil(n / bpr) - 4096);
+            o.heads = trows[ri];
+            row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * trows[ri] * n * 4,
+                t->topk_latency_us + excess * t->topk_elem_ns * 1e-3, -1, "fathom", 1, -1);
+        }
+    o.heads = 0;
     double peak = 989e12 * t->gemm_compute_eff;
     static const char *const shapes[3] = {"o", "qkv", "mlp"};
     for (int sh = 0; sh < 3; sh++)
