@@ -282,6 +282,12 @@ static void sec_index_fetch(ks_t *K, queries_t *Q)
                     r.blocks = 4 * kb_sm_count();
                 if (path == 2)
                     r.pieces = (long long)np;
+                if (path == 1) {          /* the 2D copies issued, one per (head, channel) */
+                    long long copies = 0;
+                    for (int h = 0; h < HEADS; h++)
+                        copies += hp[h].n_active;
+                    r.pieces = copies;
+                }
                 put(K, &r, st, (double)HEADS * n);
                 free(dsts);
                 free(srcs);
