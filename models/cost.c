@@ -62,7 +62,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
         F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
         F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
         F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
@@ -187,22 +187,15 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     if (form == COST_CE_BATCH) {
         t_piece = c->cebatch_piece_s;
         calib_note(c->cal, "cebatch_piece_us", piece);
+    } else if (form == COST_CE_STRIDED) {
+        t_piece = c->ce2d_page_row_s;
+        calib_note(c->cal, "ce2d_page_row_ns", pieces);
     } else if (pieces > 1) {
         t_piece = c->ce2d_row_s;
         /* rows of a 2D copy: noted where the row cost could matter (rows up to 1 MiB) */
         if (piece <= 1048576) calib_note(c->cal, "ce2d_row_ns", piece);
     }
     if (t_piece > 0 && bytes > 0) op->cost.cap_rate = bytes / (pieces * t_piece + bytes / peak);
-    /* the rows of a 2D copy spread over a host region: one address translation each, at the host's
-     * row rate there, shared with the SM gathers (gpu{g}.rows) */
-    if (form == COST_CE && pieces > 1 && region_bytes > 0 && op->n_uses < PLAN_MAX_USES) {
-        double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
-        op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
-        if (rows_rate < peak) {   /* noted where the rows can bind */
-            for (int i = 0; i < 4; i++) calib_note(c->cal, gather_row_names[i], piece);
-            if (region_bytes > 17179869184.0) calib_note_outside(c->cal, gather_row_names[3]);
-        }
-    }
     op->cost.latency_ps = cost_ps(c->ce_latency_s);
     op->weight = c->ce_weight;
     op->launch_ps = cost_ps(c->copy_launch_s);

@@ -4,8 +4,9 @@
  * (sim/plan.h): cost (work, rate cap, latency), the constraints it crosses with coefficients, its
  * max-min weight and its launch time. Alone on an idle machine an op takes
  * latency + work / min(cap, capacity_i / coef_i), so:
- *   copy engine, contiguous or 2D:  ce_latency + rows·ce2d_row + bytes / min(link, rows_per_s(region)·row_bytes)
- *                                   (a 2D copy's rows: one host address translation each, as a gather's)
+ *   copy engine, contiguous or 2D:  ce_latency + rows·ce2d_row + bytes / link
+ *   copy engine, rows a page apart: ce_latency + rows·ce2d_page_row + bytes / link (a 2D copy whose
+ *                                   pitch is a host page or more: each row its own page)
  *   copy engine, batched pieces:    ce_latency + pieces·cebatch_piece + bytes / link
  *   SM zero-copy gather of rows:    gather_latency + bytes / min(gather_peak, blocks·gather_block,
  *                                   rows_per_s(region)·row_bytes), over the link, duplex coefficient
@@ -53,7 +54,7 @@ int cost_scan_family(const char *name);
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
-    double ce_latency_s, ce_b2b_gap_s, ce2d_row_s, cebatch_piece_s, ce_weight;
+    double ce_latency_s, ce_b2b_gap_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB */
     double gather_weight, gather_duplex_coef;
@@ -94,12 +95,12 @@ int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gp
 typedef enum {
     COST_CE = 0,     /* copy engine: one contiguous copy, or `pieces` equal rows of a 2D copy */
     COST_CE_BATCH,   /* copy engine: `pieces` scattered pieces in one batched copy */
+    COST_CE_STRIDED, /* copy engine: 2D copies of `pieces` rows in all, each on a host page of its own */
     COST_SM_GATHER   /* kernel reading mapped host memory: `pieces` rows spread over region_bytes */
 } cost_xfer_t;
 
 /* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
- * pieces (≥ 1) whose rows spread over region_bytes (SM gathers and 2D copies: their rows take the
- * host's row rate there; 0 for none), host→device when h2d. */
+ * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, plan_op_t *op);
 

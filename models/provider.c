@@ -209,19 +209,27 @@ static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
 }
 
 /* A copy-engine fetch of per-query planes: the host needs the plan first, then issues one 2D copy
- * per (KV head, active channel), one after another on the copy stream. The chain costs one copy
- * setup and then, per further copy, the longer of the engine's back-to-back gap and the host's issue
- * time (the host issues the next copy while the engine runs the one before). */
-static void per_channel_copies(const provider_t *p, plan_op_t *op)
+ * per (KV head, active channel), one after another on the copy stream, each a row per chunk (the
+ * channel's plane prefix), rows a chunk apart in host memory. The chain costs one copy setup and
+ * then, per further copy, the longer of the engine's back-to-back gap and the host's issue time (the
+ * host issues the next copy while the engine runs the one before). */
+static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *dep, uint32_t *id)
 {
+    const provider_t *p = b->p;
     const method_cfg_t *c = method_cfg(p->mt);
     const fathom_stats_t *fs = method_fathom(p->mt);
     double active = c->method == METHOD_FATHOM && fs ? fs->mean_active : method_budget_bits(p->mt) / 4.25;
     double copies = fmax(1.0, active * method_llm(p->mt)->kv_heads);
+    double rows = copies * ceil(ly->n_off / (double)c->chunk);
+    int rc = add_transfer(b, OPKIND_INDEX_FETCH, layer, COST_CE_STRIDED, true, ly->index_host_bytes, rows,
+                          ly->index_region_bytes, dep, 1, id);
+    if (rc) return rc;
+    plan_op_t *op = &b->out->ops[*id];
     op->host_sync = true;
     op->cost.latency_ps = cost_ps(p->cost.ce_latency_s + (copies - 1) * fmax(p->cost.ce_b2b_gap_s, p->cost.copy_launch_s));
     op->launch_ps = cost_ps(p->cost.copy_launch_s);
     calib_note(p->cost.cal, "ce_b2b_gap_us", copies);
+    return ERR_OK;
 }
 
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
@@ -267,9 +275,11 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                                 (double)m->q_heads * m->head_dim * FATHOM_MAX_BITS * 4.0, &qkv, 1, &wf);
             if (!rc && ly.index_host_bytes > 0) {
                 uint32_t dep = query_dependent ? wf : buf_free;
-                rc = add_transfer(&b, OPKIND_INDEX_FETCH, l, idx_form, true, ly.index_host_bytes, ly.index_pieces,
-                                  ly.index_region_bytes, &dep, 1, &fetch);
-                if (!rc && query_dependent && idx_form == COST_CE) per_channel_copies(p, &out->ops[fetch]);
+                if (query_dependent && idx_form == COST_CE)
+                    rc = add_channel_copies(&b, l, &ly, &dep, &fetch);
+                else
+                    rc = add_transfer(&b, OPKIND_INDEX_FETCH, l, idx_form, true, ly.index_host_bytes, ly.index_pieces,
+                                      ly.index_region_bytes, &dep, 1, &fetch);
             }
             uint32_t scan, topk, win = UINT32_MAX;
             uint32_t sdeps[3] = {qkv, wf, fetch};

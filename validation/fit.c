@@ -331,6 +331,7 @@ static int fit_ce_dir(const sel_t *d, const char *what, lsq_fit_t *lf, err_t *e)
 }
 
 static int fit_ce_gap(fit_t *f, const sel_t *rows, const char *alloc, double lat, double us_per_byte, err_t *e);
+static int fit_strided(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e);
 
 /* Copy-engine latency and bandwidth per direction. The profile has one ce_latency_us: it is the
  * H2D fit's (the direction on decode's critical path); D2H's own latency is noted. */
@@ -518,12 +519,6 @@ static int fit_duplex(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e
 
 /* ---- 2D and batched copies ------------------------------------------------------------------- */
 
-/* The SM gather's fitted model (fit_gather), which also bounds 2D copies' rows. */
-typedef struct gmodel {
-    double lat_us, peak_GBps, block_GBps, rows_ps[4];
-} gmodel_t;
-static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t *e);
-static double pieces_base_us(const kbrow_t *r, int kind, double lat, double h2d, const gmodel_t *g);
 
 static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int kind, const char *name,
                          double scale, const char *how, const char *group, err_t *e)
@@ -541,10 +536,8 @@ static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int k
         return ERR_OK;
     }
     double lat, h2d;
-    gmodel_t g;
     int rc = value_of(f, seed, "ce_latency_us", &lat, e);
     if (!rc) rc = value_of(f, seed, "h2d_GBps", &h2d, e);
-    if (!rc) rc = gather_model(f, seed, &g, e);
     double *X = malloc(s.n * sizeof *X), *y = malloc(s.n * sizeof *y);
     double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
     if (!rc && (!X || !y || !pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
@@ -552,7 +545,7 @@ static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int k
     if (!rc) {
         for (size_t i = 0; i < s.n; i++) {
             const kbrow_t *r = s.v[i];
-            double base = pieces_base_us(r, kind, lat, h2d, &g);
+            double base = lat + r->bytes_moved / (h2d * 1e3);
             /* Relative form (both sides over t), fitted robustly: a few pieces sizes on this
              * platform take several times the others (bisquare weights them down). */
             X[i] = r->pieces / r->t_med_us;
@@ -570,7 +563,8 @@ static int fit_per_piece(fit_t *f, const sel_t *rows, const calib_t *seed, int k
         double lo, hi;
         range_of(&s, get_piece, &lo, &hi);
         put(f, name, v, se, lo, hi, s.v, s.n, how);
-        for (size_t i = 0; i < s.n; i++) pred[i] = pieces_base_us(s.v[i], kind, lat, h2d, &g) + s.v[i]->pieces * v / scale;
+        for (size_t i = 0; i < s.n; i++)
+            pred[i] = lat + s.v[i]->bytes_moved / (h2d * 1e3) + s.v[i]->pieces * v / scale;
         resid(f, group, pred, meas, s.n);
     }
     free(X);
@@ -606,6 +600,64 @@ static double rows_at(const double *knot_ps, double region)
 }
 
 
+/* 2D copies whose rows lie a chunk apart (kbench's index_fetch "ce2d": one copy per head and active
+ * channel, a row per chunk, `pieces` copies): t - ce_latency - (copies-1)*max(gap, copy_launch) -
+ * bytes/h2d = rows*page_row, rows = copies * chunks, robust (bisquare) in relative terms; the chain's
+ * terms are the cost form's (models/provider.c), from the CE fits. */
+static int fit_strided(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_INDEX_FETCH) && alone(r) && !strcmp(r->variant, "ce2d") && r->pieces > 0 &&
+            r->chunk_tokens > 0 && r->n_tokens > 0 && r->bytes_moved > 0 && sel_add(&s, r))
+            return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    if (s.n < 2) {
+        note(f, "ce2d_page_row_ns: not determined (%zu strided 2D copy rows)", s.n);
+        free(s.v);
+        return ERR_OK;
+    }
+    double lat, h2d, gap, issue;
+    int rc = value_of(f, seed, "ce_latency_us", &lat, e);
+    if (!rc) rc = value_of(f, seed, "h2d_GBps", &h2d, e);
+    if (!rc) rc = value_of(f, seed, "ce_b2b_gap_us", &gap, e);
+    if (!rc) rc = value_of(f, seed, "copy_launch_us", &issue, e);
+    double *X = malloc(s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *base = malloc(s.n * sizeof *base);
+    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas), *nrows = malloc(s.n * sizeof *nrows);
+    if (!rc && (!X || !y || !base || !pred || !meas || !nrows)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    if (!rc) {
+        for (size_t i = 0; i < s.n; i++) {
+            const kbrow_t *r = s.v[i];
+            nrows[i] = r->pieces * ceil(r->n_tokens / r->chunk_tokens);
+            base[i] = lat + (r->pieces - 1) * fmax(gap, issue) + r->bytes_moved / (h2d * 1e3);
+            meas[i] = r->t_med_us;
+            X[i] = nrows[i] / meas[i];
+            y[i] = (meas[i] - base[i]) / meas[i];
+        }
+        rc = lsq_robust("ce2d_page_row_ns", X, y, s.n, 1, &lf, e);
+    }
+    if (!rc) {
+        double v = fmax(lf.coef[0], 0) * 1e3, lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < s.n; i++) {
+            lo = fmin(lo, nrows[i]);
+            hi = fmax(hi, nrows[i]);
+            pred[i] = base[i] + nrows[i] * v * 1e-3;
+        }
+        put(f, "ce2d_page_row_ns", v, lf.se[0] * 1e3, lo, hi, s.v, s.n,
+            "index_fetch ce2d: t - ce_latency - (copies-1)*max(ce_b2b_gap, copy_launch) - bytes/h2d = rows*page_row, "
+            "rows = copies*chunks, robust (bisquare) in relative terms");
+        resid(f, "ce_copy2d_strided", pred, meas, s.n);
+    }
+    free(X), free(y), free(base), free(pred), free(meas), free(nrows), free(s.v);
+    return rc;
+}
+
+typedef struct gmodel {
+    double lat_us, peak_GBps, block_GBps, rows_ps[4];
+} gmodel_t;
+
 /* The gather's rate (GB/s) for a row of the given shape. */
 static double gather_rate(const gmodel_t *g, double row_bytes, double region, double blocks)
 {
@@ -624,16 +676,6 @@ static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t 
         g->rows_ps[k] *= 1e6;
     }
     return rc;
-}
-
-/* A per-piece copy's time before its per-piece cost: the copy setup and its bytes at the link's
- * rate, or, for a 2D copy whose rows spread over a region, at the host's row rate there when that
- * binds (each row is an address translation, as for an SM gather). */
-static double pieces_base_us(const kbrow_t *r, int kind, double lat, double h2d, const gmodel_t *g)
-{
-    double t = r->bytes_moved / (h2d * 1e3);
-    if (kind == OPKIND_H2D_COPY2D && r->region_bytes > 0) t = fmax(t, r->pieces / rows_at(g->rows_ps, r->region_bytes) * 1e6);
-    return lat + t;
 }
 
 static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
@@ -1417,9 +1459,10 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
                                 "(per-piece latency and piece-size efficiency fitted as one parameter)", "ce_batch", e);
     if (!rc) rc = fit_gather(f, &rows, seed, e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
-                                "cudaMemcpy2DAsync: t - ce_latency - max(bytes/h2d, rows/host row rate(region)) = rows*row, "
-                                "robust (bisquare) in relative terms (latency, bandwidth and row rates from the CE and gather fits)",
+                                "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms "
+                                "(latency and bandwidth from the CE fit: every 2D row moves the same bytes)",
                                 "ce_copy2d", e);
+    if (!rc) rc = fit_strided(f, &rows, seed, e);
     if (!rc) rc = fit_sharing(f, &rows, seed, e);
     if (!rc) rc = fit_kernels(f, &rows, seed, e);
     if (!rc) rc = fit_gemm(f, &rows, seed, e);

@@ -120,8 +120,12 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     if (!strcmp(r->placement, "hbm_all")) fputs(", kv_placement: hbm", fp);
     /* The concurrency suite fetches Fathom's and SparQ's planes with the SM (its CSV header says so). */
     bool planes = !strcmp(mname, "fathom") || !strcmp(mname, "sparq");
-    if (strstr(r->policy, "fetch:sm") || (planes && !strcmp(r->suite, "concurrency"))) fputs(", index_fetch: sm", fp);
-    else if (strstr(r->policy, "fetch:ce")) fputs(", index_fetch: ce", fp);
+    /* The kernels suite names an index fetch's path in its variant (sm, ce2d). */
+    bool fetch_row = r->op == OPKIND_INDEX_FETCH && !strcmp(r->suite, "kernels");
+    if (strstr(r->policy, "fetch:sm") || (planes && !strcmp(r->suite, "concurrency")) || (fetch_row && !strcmp(r->variant, "sm")))
+        fputs(", index_fetch: sm", fp);
+    else if (strstr(r->policy, "fetch:ce") || (fetch_row && !strcmp(r->variant, "ce2d")))
+        fputs(", index_fetch: ce", fp);
     fputs("}\n", fp);
     /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N". */
     char mode[32];

@@ -146,33 +146,61 @@ Test(cost, attention_over_winners_in_l2)
     th_machine_free(&t);
 }
 
-/* A 2D copy of 64 B rows over 256 MiB: 1M rows at the host's row rate there take longer than its
- * 64 MiB at the link's rate, so the rows bind; with no region (a contiguous copy) the link does. */
-Test(cost, copy2d_rows_take_the_host_row_rate)
+/* Rows a page or more apart cost ce2d_page_row_ns each, rows of a dense 2D copy ce2d_row_ns. */
+Test(cost, strided_2d_rows_cost_their_own)
 {
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
-    set(t.cal, "gather_rows_Mps_256MiB", 200);
-    set(t.cal, "ce2d_row_ns", 0);
+    set(t.cal, "ce2d_row_ns", 0.5);
+    set(t.cal, "ce2d_page_row_ns", 9);
     cost_t c;
     cost_paths_t paths;
     err_t e;
     cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
     cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
-    double bytes = 64.0 * 1048576, rows = bytes / 64;
-    plan_op_t op;
-    sim_ps_t alone;
-    memset(&op, 0, sizeof op);
-    cost_transfer(&c, &paths, COST_CE, true, bytes, rows, 256.0 * 1048576, &op);
-    cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
-    double lat = get(t.cal, "ce_latency_us") * 1e-6, link = get(t.cal, "h2d_GBps") * 1e9;
-    double expect = lat + fmax(rows / 200e6, bytes / link);
-    cr_expect_gt(rows / 200e6, bytes / link);
-    cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "%g vs %g", (double)alone * 1e-12, expect);
-    memset(&op, 0, sizeof op);
-    cost_transfer(&c, &paths, COST_CE, true, bytes, rows, 0, &op);
-    cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
-    cr_expect(fabs((double)alone * 1e-12 - (lat + bytes / link)) < 1e-9, "%g", (double)alone * 1e-12);
+    double bytes = 16.0 * 1048576, rows = 65536, lat = get(t.cal, "ce_latency_us") * 1e-6, link = get(t.cal, "h2d_GBps") * 1e9;
+    static const struct { cost_xfer_t form; double row_s; } cases[2] = {{COST_CE, 0.5e-9}, {COST_CE_STRIDED, 9e-9}};
+    for (int i = 0; i < 2; i++) {
+        plan_op_t op;
+        sim_ps_t alone;
+        memset(&op, 0, sizeof op);
+        cost_transfer(&c, &paths, cases[i].form, true, bytes, rows, 0, &op);
+        cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+        double expect = lat + rows * cases[i].row_s + bytes / link;
+        cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "form %d: %g vs %g", i, (double)alone * 1e-12, expect);
+    }
+    th_machine_free(&t);
+}
+
+/* Fathom's index over the copy engine at 64K: one 2D copy per KV head and active channel, chained (one
+ * setup, then the longer of the gap and the host's issue time per further copy), a row per chunk. */
+Test(cost, channel_copies_chain_their_setups)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "ce_b2b_gap_us", 3);
+    set(t.cal, "copy_launch_us", 2);
+    set(t.cal, "ce2d_page_row_ns", 9);
+    plan_t plan;
+    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nchunk: 1024", 65536, &plan);
+    double copies = method_fathom(provider_method(p))->mean_active * 8;
+    int fetches = 0;
+    for (uint32_t i = 0; i < plan.n_ops; i++) {
+        const plan_op_t *o = &plan.ops[i];
+        if (o->kind != OPKIND_INDEX_FETCH) continue;
+        fetches++;
+        double lat = get(t.cal, "ce_latency_us") * 1e-6 + (copies - 1) * 3e-6;
+        cr_expect(fabs((double)o->cost.latency_ps * 1e-12 - lat) < 1e-11, "%g vs %g", (double)o->cost.latency_ps * 1e-12, lat);
+        cr_expect(o->host_sync);
+        sim_ps_t alone;
+        err_t e;
+        cr_assert_eq(cost_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
+        double expect = lat + copies * 64 * 9e-9 + o->bytes_host / (get(t.cal, "h2d_GBps") * 1e9);
+        cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "%g vs %g", (double)alone * 1e-12, expect);
+    }
+    cr_expect_eq(fetches, 36);
+    plan_free(&plan);
+    provider_free(p);
     th_machine_free(&t);
 }
 

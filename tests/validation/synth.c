@@ -17,7 +17,7 @@
 static const char columns[] =
     "suite,op,variant,n_tokens,heads,bits,k,batch,piece_bytes,region_bytes,pieces,blocks,allocator,"
     "streams,procs,policy,placement,layout,bytes_moved,reps,t_med_us,t_p10_us,t_p90_us,t_p99_us,"
-    "per_s,gbps,method,model,concurrent_id,t_mean_us\n";
+    "per_s,gbps,method,model,concurrent_id,t_mean_us,chunk_tokens\n";
 
 void synth_default(synth_truth_t *t)
 {
@@ -28,7 +28,8 @@ void synth_default(synth_truth_t *t)
                          .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
-                         .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190};
+                         .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
+                         .ce2d_page_row_ns = 9};
 }
 
 typedef struct out {
@@ -38,6 +39,7 @@ typedef struct out {
     double flops;   /* > 0: per_s is FLOP/s (kbench's gemm rows) */
     const char *layout;
     double heads;   /* > 0: the heads column (else 8 where n_tokens is set) */
+    double chunk;   /* > 0: the chunk_tokens column */
 } out_t;
 
 static double jitter(out_t *o, double t) { return t * (1 + o->noise * gsl_ran_gaussian(o->rng, 1.0)); }
@@ -72,7 +74,9 @@ static void row(out_t *o, const char *suite, const char *op, const char *variant
     else fprintf(f, ",");
     fprintf(f, "%s,qwen3-8b,", method);
     if (cid >= 0) fprintf(f, "%.0f", cid);
-    fprintf(f, ",%.3f\n", t);
+    fprintf(f, ",%.3f,", t);
+    if (o->chunk > 0) fprintf(f, "%.0f", o->chunk);
+    fputc('\n', f);
 #undef N
 }
 
@@ -126,7 +130,7 @@ static void two_phase(double b1, double r1, double a1, double l1, double b2, dou
 int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
                     unsigned long seed)
 {
-    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0};
+    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0, 0};
     if (!o.rng) return -1;
     gsl_rng_set(o.rng, seed);
     o.fp = open_csv(dir, "link.csv", "link", device);
@@ -148,12 +152,11 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "link", "h2d_copy", "duplex", -1, -1, dsz[i], -1, 1, -1, "mix:h2d+d2h", dsz[i], tt, 0, "", 2, -1);
         row(&o, "link", "d2h_copy", "duplex", -1, -1, dsz[i], -1, 1, -1, "mix:h2d+d2h", dsz[i], tt, 1, "", 2, -1);
     }
-    /* 2D copies (their rows at the host's row rate over the region, as a gather's) and batched copies. */
+    /* 2D copies and batched copies. */
     for (double w = 64; w <= 128 * 1024; w *= 2) {
         double rows_ = 64 * MIB / w;
-        double xfer = fmax(64 * MIB / (t->h2d_GBps * 1e3), rows_ / rows_at(t, 4 * 64 * MIB) * 1e6);
         row(&o, "link", "h2d_copy2d", "spitch4", -1, -1, w, 4 * 64 * MIB, rows_, -1, "alone", 64 * MIB,
-            t->ce_latency_us + rows_ * t->ce2d_row_ns * 1e-3 + xfer, -1, "", 1, -1);
+            t->ce_latency_us + rows_ * t->ce2d_row_ns * 1e-3 + 64 * MIB / (t->h2d_GBps * 1e3), -1, "", 1, -1);
     }
     for (double p = 64; p <= 128 * 1024; p *= 2) {
         double cnt = fmin(64 * MIB / p, 8192);
@@ -241,6 +244,16 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 t->gemm_latency_us + fmax(b / (t->hbm_GBps * 1e3 * t->gemm_mem_eff), o.flops / peak * 1e6), -1, "", 1, -1);
             o.flops = 0;
         }
+    /* Index fetches as 2D copies a chunk apart: 281 copies (one per head and active channel), a row
+     * per 1024-token chunk each, chained back to back. */
+    for (double n = 4096; n <= 262144; n *= 4) {
+        double copies = 281, rows_ = copies * n / 1024, bytes = n * 8 * 7.1;
+        o.chunk = 1024;
+        row(&o, "kernels", "index_fetch", "ce2d", n, -1, -1, n * 8 * 64, copies, -1, "alone", bytes,
+            t->ce_latency_us + (copies - 1) * fmax(t->ce_b2b_gap_us, 2.0) + rows_ * t->ce2d_page_row_ns * 1e-3 +
+                bytes / (t->h2d_GBps * 1e3), -1, "fathom", 1, -1);
+    }
+    o.chunk = 0;
     /* The split-K combine by split count, cold and with its partials in L2; where the partial kernel
      * streamed more than the L2 (region > 60 MiB) kbench's "l2" rows are as cold as the others. */
     static const double splits[7] = {16, 32, 48, 64, 128, 264, 528};

@@ -9,7 +9,7 @@ typedef struct synth_truth {
     double kernel_latency_us, kernel_mem_eff, topk_latency_us, topk_elem_ns, gemm_latency_us, gemm_mem_eff, gemm_compute_eff, launch_us;
     double graph_launch_us;
     double hbm_GBps;
-    double ce_b2b_gap_us, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;
+    double ce_b2b_gap_us, ce2d_page_row_ns, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;
 } synth_truth_t;
 
 /* The DESIGN.md H200 numbers. */
