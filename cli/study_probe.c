@@ -57,13 +57,17 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
     return plan_add(out, &op, NULL, 0, NULL, e);
 }
 
-/* The kernel reads its bytes over the link as an SM zero-copy stream (large contiguous pieces, the
- * region they span), so the link and the gather's ceilings bound it, not HBM. */
-static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, plan_op_t *op, err_t *e)
+/* The kernel reads its host data over the link as an SM zero-copy stream (large contiguous pieces,
+ * the region they span), so the link and the gather's ceilings bound it, not HBM; what it writes
+ * (a scan's scores) stays in HBM, alongside. */
+static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_op_t *op,
+                        err_t *e)
 {
     int rc = probe_paths(pp, sim, gpu, e);
     if (rc) return rc;
-    double bytes = op->bytes_hbm, piece = 131072;
+    method_layer_t ly;
+    method_layer(provider_method(pp->inner), 0, req->context_tokens, 1, false, &ly);
+    double bytes = op->kind == OPKIND_SCAN ? ly.index_host_bytes + ly.index_hbm_bytes : op->bytes_hbm, piece = 131072;
     uint16_t kind = op->kind, layer = op->layer;
     cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, op);
     op->kind = kind;
@@ -82,7 +86,7 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
         plan_op_t op = pp->tmp.ops[i];
         bool combine = pp->pb.stage && pp->kind == OPKIND_ATTN_TAIL && op.kind == OPKIND_ATTN_COMBINE;
         if (op.kind != pp->kind && !combine) continue;
-        if (pp->pb.zero_copy) rc = as_zero_copy(pp, sim, gpu, &op, e);
+        if (pp->pb.zero_copy) rc = as_zero_copy(pp, sim, gpu, req, &op, e);
         if (pp->pb.launch_hidden) op.launch_ps = 0;
         uint32_t prev = out->n_ops - 1;
         if (!rc) rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
