@@ -310,7 +310,7 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, pl
     double bytes = 4.0 * rows * n * c->topk_passes;
     kernel_op(c, p, OPKIND_TOPK, c->topk_latency_s, c->kernel_mem_eff, names, bytes, 0, LLM_BF16, op);
     if (bytes > 0 && t_work > 0) op->cost.cap_rate = bytes / t_work;
-    calib_note(c->cal, "topk_elem_ns", ceil(n / bpr));
+    if (excess > 0) calib_note(c->cal, "topk_elem_ns", ceil(n / bpr));
     calib_note(c->cal, "topk_passes", NAN);
     calib_note(c->cal, "topk_block_elems", NAN);
     calib_note(c->cal, "topk_blocks_per_sm", NAN);
