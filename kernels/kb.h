@@ -64,7 +64,7 @@ kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_tim
 /* Default timing for a kernel whose one run takes about est_us microseconds. */
 kb_timing_t kb_timing_for(double est_us, int quick);
 
-/* Write over the L2 cache (an HBM buffer larger than it) on stream s. */
+/* Evicts the L2 cache (reads an HBM buffer four times its size; leaves clean lines) on stream s. */
 void kb_l2_flush(cudaStream_t s);
 
 /* One CSV row; integer fields < 0 and NULL strings are written empty. */
