@@ -317,10 +317,10 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, pl
 }
 
 void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_token, double flops_per_token,
-                    double tokens, llm_dtype_t t, cost_gemm_t *g)
+                    double tokens, int kernels, llm_dtype_t t, cost_gemm_t *g)
 {
     double peak = (t == LLM_FP8 && c->fp8_flops > 0) ? c->fp8_flops : c->bf16_flops;
-    *g = (cost_gemm_t){weight_bytes, act_bytes_per_token, flops_per_token, tokens, c->gemm_latency_s,
+    *g = (cost_gemm_t){weight_bytes, act_bytes_per_token, flops_per_token, tokens, kernels * c->gemm_latency_s,
                        c->gemm_mem_eff * c->hbm_Bps, c->gemm_compute_eff * peak};
 }
 

@@ -154,9 +154,10 @@ typedef struct cost_gemm {
     double latency_s, hbm_eff_Bps, peak_eff_flops;
 } cost_gemm_t;
 
-/* Initialises a GEMM model at weight dtype t. */
+/* Initialises a GEMM model at weight dtype t for an op of `kernels` GEMM kernels run one after another
+ * (the O projection and the MLP's up and down are three: three fixed times). */
 void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_token, double flops_per_token,
-                    double tokens, llm_dtype_t t, cost_gemm_t *g);
+                    double tokens, int kernels, llm_dtype_t t, cost_gemm_t *g);
 /* plan_cost_fn of a cost_gemm_t. */
 int cost_gemm_fn(const void *model, uint32_t batch, plan_cost_t *out);
 /* Fills op for GEMM g (cost for batch 1, cost_fn set; g must outlive the plan's execution). */

@@ -188,7 +188,8 @@ static int add_gemm(builder_t *b, int which, int layer, int phase, uint32_t toke
         tokens = 1;
     }
     cost_gemm_t *g = &b->p->gemm[which];
-    cost_gemm_init(&b->p->cost, params * wb, act, 2.0 * params, tokens, (llm_dtype_t)c->weight_dtype, g);
+    int kernels = which == GEMM_OMLP ? 3 : 1;   /* O, MLP up (gate and up fused), MLP down */
+    cost_gemm_init(&b->p->cost, params * wb, act, 2.0 * params, tokens, kernels, (llm_dtype_t)c->weight_dtype, g);
     plan_op_t op = op_new(which == GEMM_HEAD ? OPKIND_LM_HEAD : OPKIND_GEMM, layer, STREAM_COMPUTE);
     cost_gemm_op(&b->p->cost, &b->p->paths, g, &op);
     op.merge_key = merge_key(m, c->weight_dtype, phase, tokens, layer, which);

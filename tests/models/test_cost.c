@@ -265,3 +265,27 @@ Test(cost, topk_blocks_and_time)
     }
     th_machine_free(&t);
 }
+
+/* Each layer's QKV GEMM is one kernel; its O projection and MLP (up, down) op is three, each with its
+ * fixed time. */
+Test(cost, gemm_ops_pay_a_fixed_time_per_kernel)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gemm_latency_us", 7);
+    plan_t plan;
+    provider_t *p = build(&t, "method: dense", 32768, &plan);
+    int seen[2] = {0, 0};
+    for (uint32_t i = 0; i < plan.n_ops; i++) {
+        const plan_op_t *o = &plan.ops[i];
+        if (o->kind != OPKIND_GEMM) continue;
+        bool omlp = depends_on(&plan, i, OPKIND_ATTN_COMBINE);
+        seen[omlp]++;
+        cr_expect_eq(o->cost.latency_ps, (sim_ps_t)((omlp ? 3 : 1) * 7e6), "op %u", i);
+    }
+    cr_expect_eq(seen[0], 36);
+    cr_expect_eq(seen[1], 36);
+    plan_free(&plan);
+    provider_free(p);
+    th_machine_free(&t);
+}
