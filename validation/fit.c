@@ -35,6 +35,7 @@ struct fit {
     size_t n_pts;
     size_t n_fit, n_held, n_unused;
     int rc_nomem;          /* sticky ERR_NOMEM from the bookkeeping helpers */
+    double hbm_ceiling_GBps;  /* kbench's measured HBM copy ceiling (0: none in the headers) */
 };
 
 /* ---- bookkeeping ----------------------------------------------------------------------------- */
@@ -989,11 +990,29 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
  * implementations, not the kernel the simulator models. */
 static bool other_kernel(const kbrow_t *r) { return strstr(r->layout, ";kernel") != NULL; }
 
+/* t = lat + slope·bytes with the slope fixed: lat is the WLS mean of t − slope·bytes (X as fit_own's). */
+static void fixed_eff_fit(const double *X, const double *t, const double *w, size_t n, double slope, lsq_fit_t *of)
+{
+    double sw = 0, swy = 0;
+    for (size_t j = 0; j < n; j++) {
+        sw += w[j];
+        swy += w[j] * (t[j] - slope * X[2 * j + 1]);
+    }
+    double lat = swy / sw, ss = 0;
+    for (size_t j = 0; j < n; j++) ss += w[j] * pow(t[j] - slope * X[2 * j + 1] - lat, 2);
+    of->coef[0] = lat;
+    of->coef[1] = slope;
+    of->se[0] = n > 1 ? sqrt(ss / (double)(n - 1) / sw) : 0;
+    of->se[1] = 0;
+}
+
 /* One kernel's own t = lat + bytes/(eff·hbm), WLS 1/t², over rows s (label names its residuals).
  * With ≥ 3 rows and a positive slope it writes nl and ne where the catalogs declare them and
- * returns their values in *lat and *eff; otherwise *lat and *eff (the fallback) are kept. */
-static int fit_own(fit_t *f, const sel_t *s, double hbm, const char *label, const char *nl, const char *ne,
-                   double *lat, double *eff, err_t *e)
+ * returns their values in *lat and *eff; otherwise *lat and *eff (the fallback) are kept. A kernel
+ * reading HBM (from_hbm) cannot beat kbench's measured HBM ceiling: a fit above it (too few bytes to
+ * set the slope) holds eff there and refits the latency. */
+static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const char *label, const char *nl,
+                   const char *ne, double *lat, double *eff, err_t *e)
 {
     size_t n = s->n;
     double *X = malloc(2 * (n + 1) * sizeof *X), *t = malloc((n + 1) * sizeof *t), *w = malloc((n + 1) * sizeof *w);
@@ -1014,6 +1033,14 @@ static int fit_own(fit_t *f, const sel_t *s, double hbm, const char *label, cons
     err_t e2;
     if (n >= 3 && !lsq_wlinear(name, X, t, w, n, 2, &of, &e2) && of.coef[1] > 0) {
         double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1], lo, hi;
+        double eff_max = f->hbm_ceiling_GBps > 0 ? f->hbm_ceiling_GBps / hbm : 1;
+        if (from_hbm && oe > eff_max) {   /* faster than HBM allows: the bytes are too few to set the slope */
+            note(f, "%s: mem_eff %.3g +- %.2g is above the measured HBM ceiling; held at %.3g (%.0f GB/s) and the "
+                    "latency refitted", label, oe, oe_se, eff_max, eff_max * hbm);
+            fixed_eff_fit(X, t, w, n, 1e-3 / (eff_max * hbm), &of);
+            oe = eff_max;
+            oe_se = 0;
+        }
         range_of(s, get_bytes, &lo, &hi);
         bool own = hwcat_param_unit(nl) && hwcat_param_unit(ne);
         if (own) {
@@ -1068,7 +1095,7 @@ static int fit_scan_families(fit_t *f, const sel_t *scans, double hbm, double sc
         snprintf(ne, sizeof ne, "scan_%s_mem_eff", cost_scan_families[fam]);
         snprintf(label, sizeof label, "scan_%s", cost_scan_families[fam]);
         double l = scan_lat, ef = scan_eff;
-        if (!rc && use.n) rc = fit_own(f, &use, hbm, label, nl, ne, &l, &ef, e);
+        if (!rc && use.n) rc = fit_own(f, &use, hbm, true, label, nl, ne, &l, &ef, e);
         free(fs.v);
         free(use.v);
     }
@@ -1089,7 +1116,7 @@ static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double 
     double lat, eff;
     if (s.n) rc = value_of(f, seed, "attn_sparse_latency_us", &lat, e);
     if (s.n && !rc) rc = value_of(f, seed, "attn_sparse_mem_eff", &eff, e);
-    if (s.n && !rc) rc = fit_own(f, &s, hbm, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
+    if (s.n && !rc) rc = fit_own(f, &s, hbm, false, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
     free(s.v);
     return rc;
 }
@@ -1211,7 +1238,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             snprintf(nl, sizeof nl, "%s_latency_us", opkind_name(op));
             snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
             double op_lat = lat, op_eff = eff;
-            if (!rc) rc = fit_own(f, &os, hbm, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
+            if (!rc) rc = fit_own(f, &os, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
             if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, &os, hbm, op_lat, op_eff, e);
             free(os.v);
         }
@@ -1436,6 +1463,10 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     *out = NULL;
     fit_t *f = calloc(1, sizeof *f);
     if (!f) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    for (size_t i = 0; i < kbset_n_files(set); i++) {   /* the highest ceiling any suite measured */
+        const char *v = kbset_meta(set, i, "ceiling_hbm_gbps");
+        if (v && atof(v) > f->hbm_ceiling_GBps) f->hbm_ceiling_GBps = atof(v);
+    }
     sel_t rows = {0};
     int rc = ERR_OK;
     for (size_t i = 0; i < kbset_n_rows(set) && !rc; i++) {

@@ -209,3 +209,37 @@ Test(fit, a_fit_that_cannot_converge_writes_nothing)
     synth_rmdir(dir);
     free(dir);
 }
+
+/* The committed H200 data: no kernel that streams HBM is fitted faster than kbench's measured HBM
+ * copy ceiling (its header), however few bytes its rows move; attention over winners still in L2 may
+ * be. Without the hold, attn_tail, attn_sparse and the HashAttention scan come out above it. */
+Test(fit, hbm_kernels_stay_under_the_measured_ceiling)
+{
+    err_t e;
+    kbset_t *set = NULL;
+    heldout_t *ho = NULL;
+    cr_assert_eq(kbset_load_dir("validation/data/h200", NULL, &set, &e), 0, "%s", e.msg);
+    cr_assert_eq(heldout_load("validation/heldout.yaml", &ho, &e), 0, "%s", e.msg);
+    double hbm, bound = 0;   /* the highest ceiling any suite's header gives */
+    for (size_t i = 0; i < kbset_n_files(set); i++) {
+        const char *v = kbset_meta(set, i, "ceiling_hbm_gbps");
+        if (v && atof(v) > bound) bound = atof(v);
+    }
+    cr_assert_gt(bound, 0);
+    calib_t *seed = seed_h200();
+    fit_t *f = NULL;
+    cr_assert_eq(fit_run(set, ho, seed, &f, &e), 0, "%s", e.msg);
+    cr_assert_eq(calib_get(seed, "hbm_GBps", &hbm, &e), 0);
+    int held = 0;
+    for (size_t i = 0; i < fit_n_params(f); i++) {
+        const fit_param_t *p = fit_param_at(f, i);
+        if (!strstr(p->name, "_mem_eff") || strstr(p->name, "_l2_")) continue;
+        cr_expect_leq(p->value * hbm, bound * (1 + 1e-9), "%s = %.4g", p->name, p->value);
+        held += fabs(p->value * hbm - bound) < 1e-6 * bound;
+    }
+    cr_expect_geq(held, 1, "no fit reached the ceiling: the hold is untested by this data");
+    fit_free(f);
+    calib_free(seed);
+    heldout_free(ho);
+    kbset_free(set);
+}
