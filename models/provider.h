@@ -2,11 +2,14 @@
  *
  * Per layer a plan holds: the QKV projection (GEMM, batch-mergeable), for sparq/fathom the per-query
  * plan (wf_plan), the index fetch from host (copy engine or SM gather; queued up to `prefetch`
- * layers ahead when it does not depend on the query), the scan, top-k, the winner fetch (SM gather or
- * batched copy), the dense attention over the HBM window (attn_tail), the attention over the winners
- * (attn_sparse), or for dense and exact prefill the K/V copy and attn_dense; when the plan completes
- * a chunk of T tokens, the quantiser and the device→host flush; then O projection and MLP (GEMM,
- * batch-mergeable). Per plan: the LM head (batch-mergeable) and sampling.
+ * layers ahead when it does not depend on the query; Fathom's and SparQ's over the copy engine a
+ * chain of 2D copies, one per head and active channel), the scan (its method's family of parameters),
+ * top-k, the winner fetch (SM gather or batched copy), the split-K partial over the HBM window
+ * (attn_tail) and over the winners (attn_sparse, read from the L2 where they fit), or for dense and
+ * exact prefill the K/V copy and attn_dense; in decode the combine of the partials (attn_combine);
+ * when the plan completes a chunk of T tokens, the quantiser and the device→host flush; then O
+ * projection and MLP (GEMM, batch-mergeable, three kernels). Per plan: the LM head (batch-mergeable)
+ * and sampling.
  *
  * Streams: 0 compute, 1 host→device copies, 2 SM gathers, 3 device→host flushes.
  * Merge keys hash (model, weight dtype, phase, tokens, layer, which GEMM): equal keys come from equal
