@@ -23,6 +23,8 @@
  *   ce_latency_us         copy-engine setup per copy op: t = ce_latency + rows*ce2d_row_ns + bytes/link
  *                         (predictor: bytes per copy)
  *   ce2d_row_ns           per row of a cudaMemcpy2DAsync (predictor: row bytes)
+ *   ce2d_page_row_ns      per row of 2D copies whose rows lie a host page or more apart (predictor: rows)
+ *   ce_b2b_gap_us         per further copy of a chain issued back to back, instead of ce_latency_us
  *   cebatch_piece_us      per piece of cudaMemcpyBatchAsync: t = ce_latency + pieces*piece + bytes/link
  *                         (predictor: piece bytes)
  *   ce_weight             max-min weight of copy-engine flows on shared constraints
@@ -38,12 +40,18 @@
  *   kernel_latency_us, kernel_mem_eff, kernel_compute_eff
  *                         kernels: t = latency + max(bytes/(eff*hbm), flops/(eff*peak))
  *   <kind>_latency_us, <kind>_mem_eff for kind scan, attn_sparse, attn_dense, attn_tail, quantize,
- *                         wf_plan: the same per kernel kind; topk_latency_us (with kernel_mem_eff and
- *                         topk_passes); gemm_latency_us (GEMMs' fixed time)
+ *                         wf_plan: the same per kernel kind; scan_<family>_* per method's scan
+ *                         (models/cost.h); attn_sparse_l2_* over winners still in L2 (its own rate)
+ *   attn_combine_latency_us, attn_combine_split_ns (and _l2_: partials still in L2)  split-K combine:
+ *                         t = latency + splits*split; attn_split_blocks_per_sm, attn_split_min_rows
+ *                         the split count (configuration)
+ *   topk_latency_us, topk_elem_ns  top-k: t = latency + elem*(scores per block past topk_block_elems),
+ *                         blocks per row from topk_block_elems and topk_blocks_per_sm (configuration)
+ *   gemm_latency_us       GEMMs' fixed time, per cuBLAS kernel
  *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
  *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)
  *   launch_us, copy_launch_us, graph_launch_us  host CPU per kernel launch, copy issue, graph launch
- *   topk_passes           times top-k reads its scores
+ *   topk_passes           times top-k reads its scores from HBM (configuration)
  *   sample_us             sampling per step */
 #ifndef ODSIM_MODELS_CALIB_H
 #define ODSIM_MODELS_CALIB_H
