@@ -109,6 +109,9 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     if (!strcmp(mname, "landmark") && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
     if (select) put_str(fp, "select", select);
+    /* kbench fetches each query head's HashAttention winners without removing duplicates: the union
+     * of a KV head's G sets is G·k rows (kernels/NOTES.md) */
+    if (!strcmp(mname, "hashattn") && r->qheads > 1) put_num(fp, "union", r->qheads);
     /* kbench's step keeps a dense HBM tail ("...;tail=N"): the method's window */
     const char *tail = strstr(r->layout, "tail=");
     if (tail && atoi(tail + 5) > 0) fprintf(fp, ", window: %d", atoi(tail + 5));

@@ -101,3 +101,23 @@ Test(probe, dense_with_kv_in_hbm_keeps_it_there)
     cr_assert(strstr(y, "method: {method: \"dense\", kv_placement: hbm}"), "%s", y);
     free(y);
 }
+
+/* kbench's HashAttention step fetches each query head's winners (no deduplication): union G. */
+Test(probe, hashattn_fetches_every_query_heads_winners)
+{
+    kbrow_t r = blank();
+    r.suite = "step";
+    r.op_name = "layer_step";
+    r.op = OPKIND_LAYER_STEP;
+    r.method = r.variant = "hashattn";
+    r.k = 2048;
+    r.qheads = 4;
+    r.n_tokens = 131072;
+    r.placement = "host";
+    r.layout = "interleaved;tail=1024";
+    r.policy = "fetch:ce";
+    r.model = "qwen3-8b";
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: \"hashattn\"") && strstr(y, "union: 4") && strstr(y, "window: 1024"), "%s", y);
+    free(y);
+}
