@@ -687,6 +687,26 @@ static void sec_launch(ks_t *K)
     h.st.med = h.st.p10 = h.st.p90 = h.st.p99 = h.st.mean = host_us;
     h.per_s = 1e6 / host_us;
     kb_csv_row(K->csv, &h);
+    /* host-side cost per copy issue: 4 KiB pinned H2D copies back to back, no sync */
+    void *hsrc, *ddst;
+    CK(cudaHostAlloc(&hsrc, 4096, cudaHostAllocDefault));
+    CK(cudaMalloc(&ddst, 4096));
+    int nc = n / 10;
+    t0 = wall_us();
+    for (int i = 0; i < nc; i++)
+        CK(cudaMemcpyAsync(ddst, hsrc, 4096, cudaMemcpyHostToDevice, K->s));
+    double copy_us = (wall_us() - t0) / nc;
+    CK(cudaStreamSynchronize(K->s));
+    CK(cudaFreeHost(hsrc));
+    CK(cudaFree(ddst));
+    kb_row_t hc = kb_row("launch", "copy_enqueue");
+    hc.pieces = 1;
+    hc.piece_bytes = 4096;
+    hc.allocator = "hostalloc";
+    hc.st.reps = nc;
+    hc.st.med = hc.st.p10 = hc.st.p90 = hc.st.p99 = hc.st.mean = copy_us;
+    hc.per_s = 1e6 / copy_us;
+    kb_csv_row(K->csv, &hc);
     int sizes[] = {1, 10, 100};
     for (int i = 0; i < 3; i++) {
         cudaGraph_t gr;

@@ -338,6 +338,16 @@ static void section_gather_grid(link_t *L)
         }
 }
 
+/* 4 KiB pieces over 256 MiB (neither the row rate nor the blocks bind) at payloads of 64 KiB to
+ * 64 MiB: a gather's fixed time and its rate apart (the grid's rows all move one payload). */
+static void section_gather_payloads(link_t *L)
+{
+    for (size_t payload = 64 * KB_KIB; payload <= 64 * KB_MIB; payload *= 4) {
+        work_t w = gather_work(L, 0, 4 * KB_KIB, 256 * KB_MIB, 0, payload, 4 * kb_sm_count(), 0);
+        run_single(L, &w, "v2_payload");
+    }
+}
+
 static void section_gather_blocks(link_t *L)
 {
     int blocks[] = {4, 8, 16, 33, 66, 132, 264, 528, 1056};
@@ -477,6 +487,7 @@ int kb_suite_link(const kb_opts_t *o)
             section_duplex_streams(&L);
             section_2d_batch(&L);
             section_gather_blocks(&L);
+            section_gather_payloads(&L);
             section_mixes(&L);
             section_pairs(&L);
         } else {                                      /* the allocator's effect on each path */

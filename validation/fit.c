@@ -679,6 +679,53 @@ static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t 
     return rc;
 }
 
+static bool has_variant(const sel_t *rows, int kind, const char *variant)
+{
+    for (size_t i = 0; i < rows->n; i++)
+        if (is_op(rows->v[i], kind) && !strcmp(rows->v[i]->variant, variant)) return true;
+    return false;
+}
+
+/* A gather's fixed time, from kbench's payload sweep (variant "v2_payload": 4 KiB pieces over 256 MiB,
+ * where neither the row rate nor the blocks bind, payloads 64 KiB-64 MiB): t = lat + payload/rate,
+ * WLS 1/t². The rate is the grid fit's (fit_gather) to set; only the fixed time is kept. */
+static int fit_gather_latency(fit_t *f, const sel_t *rows, err_t *e)
+{
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_SM_GATHER) && alone(r) && !strcmp(r->variant, "v2_payload") && r->bytes_moved > 0 &&
+            sel_add(&s, r))
+            return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    if (s.n < 3) {
+        free(s.v);
+        return ERR_OK;
+    }
+    double *X = malloc(2 * s.n * sizeof *X), *t = malloc(s.n * sizeof *t), *w = malloc(s.n * sizeof *w);
+    int rc = (!X || !t || !w) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        X[2 * i] = 1;
+        X[2 * i + 1] = s.v[i]->bytes_moved;
+        t[i] = s.v[i]->t_med_us;
+        w[i] = 1.0 / (t[i] * t[i]);
+    }
+    lsq_fit_t lf;
+    err_t e2;
+    if (!rc && !lsq_wlinear("gather t = lat + payload/rate", X, t, w, s.n, 2, &lf, &e2) && lf.coef[1] > 0) {
+        double lo, hi;
+        range_of(&s, get_bytes, &lo, &hi);
+        put(f, "gather_latency_us", fmax(lf.coef[0], 0), lf.se[0], lo, hi, s.v, s.n,
+            "sm_gather payload sweep (4 KiB pieces over 256 MiB): t = lat + payload/rate, WLS 1/t^2");
+        note(f, "gather payload sweep: %.3g GB/s between 64 KiB and 64 MiB (the rate is the grid fit's)",
+             1e-3 / lf.coef[1]);
+    } else if (!rc) {
+        note(f, "gather_latency_us: not determined (%zu payload-sweep rows without a positive slope)", s.n);
+    }
+    free(X), free(t), free(w), free(s.v);
+    return rc;
+}
+
 static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     sel_t all = {0}, s = {0};
@@ -744,8 +791,8 @@ static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e
         char how[256];
         snprintf(how, sizeof how,
                  "sm_gather %s %s: rate = min(peak, blocks*block, rows(region)*row_bytes), log-space LS "
-                 "by binding term; gather_latency %.3g us held fixed (every gather moves the same bytes)",
-                 alloc, variant, g.lat_us);
+                 "by binding term; gather_latency %.3g us held fixed (%s)", alloc, variant, g.lat_us,
+                 fit_find(f, "gather_latency_us") ? "fitted on the payload sweep" : "every gather moves the same bytes");
         static const char *const tnames[3] = {"gather_peak_GBps", "gather_block_GBps", NULL};
         for (int j = 0; j < M_TERMS; j++) {
             const char *name = j < T_K0 ? tnames[j] : knot_names[j - T_K0];
@@ -776,8 +823,12 @@ static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e
             put(f, name, v, v * theta_se[j], lo, hi, t.v, t.n, how);
             free(t.v);
         }
-        note(f, "gather_latency_us: not identifiable (every gather row moves the same payload, so a fixed time and "
-                "the rate are one parameter); the preset's %.3g us is kept and the rates are fitted given it", g.lat_us);
+        if (fit_find(f, "gather_latency_us"))
+            note(f, "gather rates fitted given the payload sweep's fixed time %.3g us", g.lat_us);
+        else
+            note(f, "gather_latency_us: not identifiable (every gather row moves the same payload, so a fixed time "
+                    "and the rate are one parameter); the preset's %.3g us is kept and the rates are fitted given it",
+                 g.lat_us);
         /* The blocks kbench's grid gives a gather (the configuration the kernels use). */
         double most = 0;
         size_t most_n = 0;
@@ -1488,6 +1539,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_BATCH, "cebatch_piece_us", 1.0,
                                 "cudaMemcpyBatchAsync: t - ce_latency - bytes/h2d = pieces*piece, robust (bisquare) in relative terms "
                                 "(per-piece latency and piece-size efficiency fitted as one parameter)", "ce_batch", e);
+    if (!rc) rc = fit_gather_latency(f, &rows, e);
     if (!rc) rc = fit_gather(f, &rows, seed, e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
                                 "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms "
@@ -1498,6 +1550,10 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_kernels(f, &rows, seed, e);
     if (!rc) rc = fit_gemm(f, &rows, seed, e);
     if (!rc) rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "host_enqueue", "launch_us", e);
+    if (!rc && has_variant(&rows, OPKIND_LAUNCH, "copy_enqueue"))
+        rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "copy_enqueue", "copy_launch_us", e);
+    else if (!rc)
+        note(f, "copy_launch_us: not determined (no launch/copy_enqueue rows)");
     if (!rc) rc = fit_graph(f, &rows, e);
     /* kbench's planner rows carry no bytes: their time is the planner's fixed time. */
     if (!rc && hwcat_param_unit("wf_plan_latency_us")) {
