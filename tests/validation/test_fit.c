@@ -211,8 +211,9 @@ Test(fit, a_fit_that_cannot_converge_writes_nothing)
 }
 
 /* The committed H200 data: no kernel that streams HBM is fitted faster than kbench's measured HBM
- * copy ceiling (its header), however few bytes its rows move; attention over winners still in L2 may
- * be. Without the hold, attn_tail, attn_sparse and the HashAttention scan come out above it. */
+ * copy ceiling (its header; 2% for the ceiling's own spread: a GEMV only reads), however few bytes
+ * its rows move; attention over winners still in L2 may be. Without the hold, attn_tail, attn_sparse
+ * and the HashAttention scan come out 4-9% above it. */
 Test(fit, hbm_kernels_stay_under_the_measured_ceiling)
 {
     err_t e;
@@ -234,7 +235,7 @@ Test(fit, hbm_kernels_stay_under_the_measured_ceiling)
     for (size_t i = 0; i < fit_n_params(f); i++) {
         const fit_param_t *p = fit_param_at(f, i);
         if (!strstr(p->name, "_mem_eff") || strstr(p->name, "_l2_")) continue;
-        cr_expect_leq(p->value * hbm, bound * (1 + 1e-9), "%s = %.4g", p->name, p->value);
+        cr_expect_leq(p->value * hbm, bound * 1.02, "%s = %.4g", p->name, p->value);
         held += fabs(p->value * hbm - bound) < 1e-6 * bound;
     }
     cr_expect_geq(held, 1, "no fit reached the ceiling: the hold is untested by this data");
