@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,59 @@ static void fmt_err(char *buf, size_t n, double v)
 {
     if (isnan(v)) snprintf(buf, n, "-");
     else snprintf(buf, n, "%+.1f", v);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts v). */
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static bool same_kind(const cmp_case_t *a, const cmp_case_t *b)
+{
+    return !strcmp(a->group, b->group) && !strcmp(a->row->op_name, b->row->op_name) &&
+           !strcmp(a->row->policy, b->row->policy);
+}
+
+/* Where the errors come from: p50 errors per group, op and kbench policy (signed median: the
+ * direction the model errs in). */
+static void by_op(FILE *fp, const cmp_t *c)
+{
+    size_t n = cmp_n_cases(c);
+    double *e = malloc((n + 1) * sizeof *e), *a = malloc((n + 1) * sizeof *a);
+    if (!e || !a) {
+        free(e);
+        free(a);
+        return;
+    }
+    fprintf(fp, "\n%-22s %-14s %-22s %6s %12s %14s %11s\n", "by op (p50)", "op", "policy", "cases", "median err%",
+            "median |err|%", "max |err|%");
+    for (size_t i = 0; i < n; i++) {
+        const cmp_case_t *ci = cmp_case_at(c, i);
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++) first = !same_kind(cmp_case_at(c, j), ci);
+        if (!first) continue;
+        size_t k = 0;
+        double mx = 0;
+        for (size_t j = i; j < n; j++) {
+            const cmp_case_t *cj = cmp_case_at(c, j);
+            if (!same_kind(cj, ci) || !cj->ok || isnan(cj->err_p50_pct)) continue;
+            e[k] = cj->err_p50_pct;
+            a[k] = fabs(e[k]);
+            mx = fmax(mx, a[k++]);
+        }
+        if (k) fprintf(fp, "%-22s %-14s %-22s %6zu %+12.1f %14.1f %11.1f\n", ci->group, ci->row->op_name, ci->row->policy,
+                       k, median_of(e, k), median_of(a, k), mx);
+    }
+    free(e);
+    free(a);
 }
 
 void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
@@ -60,6 +114,7 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
         fprintf(fp, "%-24s %6zu %7zu %8zu %14.2f %14.2f %12s %12s %12s\n", g->name, g->n_cases, g->n_failed, g->n_flagged,
                 g->all.median_abs_err_pct, g->all.max_abs_err_pct, a, b, d);
     }
+    by_op(fp, c);
     /* Flags, summarised: each parameter once, with how many cases used it assumed or out of range
      * (every case's own list is in the JSON). */
     typedef struct flag_count {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "validation/compare.h"
+#include "validation/vreport.h"
 
 static kbrow_t mk(double p50, double p99, double per_s)
 {
@@ -47,5 +48,29 @@ Test(compare, errors_and_group_summaries)
     char why[256];
     cr_assert_not(cmp_within(c, 5, 15, why, sizeof why));
     cr_assert(strstr(why, "step") && strstr(why, "max 20.00%"), "%s", why);
+    cmp_free(c);
+}
+
+/* The text report's breakdown by op: the signed median keeps the direction the model errs in. */
+Test(compare, text_report_breaks_errors_down_by_op)
+{
+    cmp_t *c = NULL;
+    err_t e;
+    cr_assert_eq(cmp_new(&c, &e), 0);
+    kbrow_t r[3] = {mk(100, 100, NAN), mk(100, 100, NAN), mk(100, 100, NAN)};
+    for (int i = 0; i < 3; i++) r[i].policy = "fetch:sm";
+    r[2].op_name = "scan";
+    cmp_pred_t p[3] = {{90, 100, NAN}, {70, 100, NAN}, {104, 100, NAN}};
+    for (int i = 0; i < 3; i++) cr_assert_eq(cmp_add(c, "step", &r[i], &p[i], NULL, "", "s", &e), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    vreport_info_t info = {"d", "h", "c", 0, 0};
+    vreport_text(fp, c, &info);
+    fclose(fp);
+    /* layer_step: errors -10 and -30 → median -20, |median| 20, max 30; scan: +4 */
+    cr_assert(strstr(buf, "layer_step     fetch:sm                    2        -20.0           20.0        30.0"), "%s", buf);
+    cr_assert(strstr(buf, "scan           fetch:sm                    1         +4.0            4.0         4.0"), "%s", buf);
+    free(buf);
     cmp_free(c);
 }
