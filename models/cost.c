@@ -230,9 +230,12 @@ static void kernel_op(const cost_t *c, const cost_paths_t *p, int kind, double l
     op->cost.latency_ps = cost_ps(lat_s);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
+    /* noted where they shape the time: the byte term past 1% of it, the FLOP term within half of the
+     * byte term (where it could bind) */
+    double t_bytes = bytes > 0 ? bytes / (c->hbm_Bps * eff) : 0, t_flops = flops > 0 ? flops / flops_rate : 0;
     calib_note(c->cal, kind == OPKIND_TOPK ? "topk_latency_us" : names[0], NAN);
-    calib_note(c->cal, names[1], NAN);
-    if (flops > 0) calib_note(c->cal, "kernel_compute_eff", NAN);
+    if (t_bytes > 0.01 * (lat_s + fmax(t_bytes, t_flops))) calib_note(c->cal, names[1], NAN);
+    if (t_flops > 0.5 * t_bytes) calib_note(c->cal, "kernel_compute_eff", NAN);
     calib_note(c->cal, "launch_us", NAN);
 }
 

@@ -428,8 +428,8 @@ static int fit_ce_gap(fit_t *f, const sel_t *rows, const char *alloc, double lat
     lsq_fit_t gf;
     if (!rc) rc = lsq_wlinear("ce chains t - lat - bytes/bw = (N-1)*gap", X, y, w, s.n, 1, &gf, e);
     if (!rc) {
-        double lo, hi;
-        range_of(&s, get_bytes, &lo, &hi);
+        double lo, hi;   /* the predictor: the chain's length */
+        range_of(&s, get_pieces, &lo, &hi);
         put(f, "ce_b2b_gap_us", fmax(gf.coef[0], 0), gf.se[0], lo, hi, s.v, s.n,
             "chains of N back-to-back H2D copies: t - ce_latency - bytes/h2d = (N-1)*gap, WLS 1/t^2");
         for (size_t i = 0; i < s.n; i++) pred[i] = lat + s.v[i]->bytes_moved * us_per_byte + X[i] * fmax(gf.coef[0], 0);
