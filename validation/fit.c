@@ -248,6 +248,21 @@ static double get_blocks(const kbrow_t *r) { return r->blocks; }
 static double get_batch(const kbrow_t *r) { return r->batch; }
 static double get_pieces(const kbrow_t *r) { return r->pieces; }
 
+/* The line t_med ≈ coef[0] + coef[1]·x(row) over rows s, in relative terms (lsq_line_rel). */
+static int line_of(const sel_t *s, double (*x)(const kbrow_t *), const char *what, lsq_fit_t *lf, err_t *e)
+{
+    double *xv = malloc((s->n + 1) * sizeof *xv), *t = malloc((s->n + 1) * sizeof *t);
+    int rc = (!xv || !t) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        xv[i] = x(s->v[i]);
+        t[i] = s->v[i]->t_med_us;
+    }
+    if (!rc) rc = lsq_line_rel(what, xv, t, s->n, lf, e);
+    free(xv);
+    free(t);
+    return rc;
+}
+
 /* ---- piecewise fits: log y_i = min_j (θ_j + c_ij) ------------------------------------------ */
 
 /* Fits θ (m ≤ 8 terms) to n rows: alternately assigns each row to its binding term (the argmin)
@@ -314,20 +329,9 @@ static int minfit(const char *what, const double *y, const double *c, size_t n, 
 /* One direction's single copies: t = lat + bytes/bw, WLS 1/t². */
 static int fit_ce_dir(const sel_t *d, const char *what, lsq_fit_t *lf, err_t *e)
 {
-    double *X = malloc(2 * d->n * sizeof *X), *y = malloc(d->n * sizeof *y), *w = malloc(d->n * sizeof *w);
-    int rc = (!X || !y || !w) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
-    for (size_t i = 0; !rc && i < d->n; i++) {
-        X[2 * i] = 1.0;
-        X[2 * i + 1] = d->v[i]->bytes_moved;
-        y[i] = d->v[i]->t_med_us;
-        w[i] = 1.0 / (y[i] * y[i]);
-    }
-    if (!rc) rc = lsq_wlinear(what, X, y, w, d->n, 2, lf, e);
+    int rc = line_of(d, get_bytes, what, lf, e);
     if (!rc && !(lf->coef[1] > 0))
         rc = err_set(e, ERR_CONVERGE, "fit %s: did not converge (the bandwidth came out non-positive)", what);
-    free(X);
-    free(y);
-    free(w);
     return rc;
 }
 
@@ -702,28 +706,22 @@ static int fit_gather_latency(fit_t *f, const sel_t *rows, err_t *e)
         free(s.v);
         return ERR_OK;
     }
-    double *X = malloc(2 * s.n * sizeof *X), *t = malloc(s.n * sizeof *t), *w = malloc(s.n * sizeof *w);
-    int rc = (!X || !t || !w) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
-    for (size_t i = 0; !rc && i < s.n; i++) {
-        X[2 * i] = 1;
-        X[2 * i + 1] = s.v[i]->bytes_moved;
-        t[i] = s.v[i]->t_med_us;
-        w[i] = 1.0 / (t[i] * t[i]);
-    }
     lsq_fit_t lf;
     err_t e2;
-    if (!rc && !lsq_wlinear("gather t = lat + payload/rate", X, t, w, s.n, 2, &lf, &e2) && lf.coef[1] > 0) {
+    int lrc = line_of(&s, get_bytes, "gather t = lat + payload/rate", &lf, &e2);
+    if (lrc == ERR_NOMEM) return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!lrc && lf.coef[1] > 0) {
         double lo, hi;
         range_of(&s, get_bytes, &lo, &hi);
         put(f, "gather_latency_us", fmax(lf.coef[0], 0), lf.se[0], lo, hi, s.v, s.n,
             "sm_gather payload sweep (4 KiB pieces over 256 MiB): t = lat + payload/rate, WLS 1/t^2");
         note(f, "gather payload sweep: %.3g GB/s between 64 KiB and 64 MiB (the rate is the grid fit's)",
              1e-3 / lf.coef[1]);
-    } else if (!rc) {
+    } else {
         note(f, "gather_latency_us: not determined (%zu payload-sweep rows without a positive slope)", s.n);
     }
-    free(X), free(t), free(w), free(s.v);
-    return rc;
+    free(s.v);
+    return ERR_OK;
 }
 
 static int fit_gather(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
@@ -1006,34 +1004,31 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
         free(t.v);
         return ERR_OK;
     }
-    double *X = malloc(2 * t.n * sizeof *X), *m = malloc(t.n * sizeof *m), *w = malloc(t.n * sizeof *w);
-    double *pred = malloc(t.n * sizeof *pred);
-    rc = (!X || !m || !w || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    double *x = malloc(t.n * sizeof *x), *m = malloc(t.n * sizeof *m), *pred = malloc(t.n * sizeof *pred);
+    rc = (!x || !m || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
     for (size_t i = 0; !rc && i < t.n; i++) {
         double n = t.v[i]->n_tokens, bpr = cost_topk_blocks_per_row(&c, t.v[i]->heads, n);
-        X[2 * i] = 1;
-        X[2 * i + 1] = fmax(0, ceil(n / bpr) - c.topk_block_elems);
+        x[i] = fmax(0, ceil(n / bpr) - c.topk_block_elems);
         m[i] = t.v[i]->t_med_us;
-        w[i] = 1.0 / (m[i] * m[i]);
     }
     static const char how[] = "topk: t = lat + elem*max(0, scores per block - topk_block_elems), WLS 1/t^2 "
                               "(blocks per row from the radix select's grid configuration)";
     lsq_fit_t tf;
     err_t e2;
-    if (!rc && !lsq_wlinear(how, X, m, w, t.n, 2, &tf, &e2) && tf.coef[1] > 0) {
+    if (!rc && !lsq_line_rel(how, x, m, t.n, &tf, &e2) && tf.coef[1] > 0) {
         double lo = INFINITY, hi = -INFINITY;   /* the predictor: scores per block */
         for (size_t i = 0; i < t.n; i++) {
-            lo = fmin(lo, X[2 * i + 1] + c.topk_block_elems);
-            hi = fmax(hi, X[2 * i + 1] + c.topk_block_elems);
+            lo = fmin(lo, x[i] + c.topk_block_elems);
+            hi = fmax(hi, x[i] + c.topk_block_elems);
         }
         put(f, "topk_latency_us", fmax(tf.coef[0], 0), tf.se[0], lo, hi, t.v, t.n, how);
         put(f, "topk_elem_ns", tf.coef[1] * 1e3, tf.se[1] * 1e3, lo, hi, t.v, t.n, how);
-        for (size_t i = 0; i < t.n; i++) pred[i] = fmax(tf.coef[0], 0) + tf.coef[1] * X[2 * i + 1];
+        for (size_t i = 0; i < t.n; i++) pred[i] = fmax(tf.coef[0], 0) + tf.coef[1] * x[i];
         resid(f, "kernel_topk", pred, m, t.n);
     } else if (!rc) {
         note(f, "topk_latency_us, topk_elem_ns: not determined (%zu topk rows without a positive slope)", t.n);
     }
-    free(X), free(m), free(w), free(pred), free(t.v);
+    free(x), free(m), free(pred), free(t.v);
     return rc;
 }
 
@@ -1041,19 +1036,24 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
  * implementations, not the kernel the simulator models. */
 static bool other_kernel(const kbrow_t *r) { return strstr(r->layout, ";kernel") != NULL; }
 
-/* t = lat + slope·bytes with the slope fixed: lat is the WLS mean of t − slope·bytes (X as fit_own's). */
-static void fixed_eff_fit(const double *X, const double *t, const double *w, size_t n, double slope, lsq_fit_t *of)
+/* t = lat + slope·bytes with the slope fixed: lat is the mean of t − slope·bytes over rows s, weights
+ * 1/t² as the line's. */
+static void fixed_eff_fit(const sel_t *s, double slope, lsq_fit_t *of)
 {
-    double sw = 0, swy = 0;
-    for (size_t j = 0; j < n; j++) {
-        sw += w[j];
-        swy += w[j] * (t[j] - slope * X[2 * j + 1]);
+    double sw = 0, swy = 0, ss = 0;
+    for (size_t j = 0; j < s->n; j++) {
+        double t = s->v[j]->t_med_us, w = 1.0 / (t * t);
+        sw += w;
+        swy += w * (t - slope * s->v[j]->bytes_moved);
     }
-    double lat = swy / sw, ss = 0;
-    for (size_t j = 0; j < n; j++) ss += w[j] * pow(t[j] - slope * X[2 * j + 1] - lat, 2);
+    double lat = swy / sw;
+    for (size_t j = 0; j < s->n; j++) {
+        double t = s->v[j]->t_med_us;
+        ss += pow(t - slope * s->v[j]->bytes_moved - lat, 2) / (t * t);
+    }
     of->coef[0] = lat;
     of->coef[1] = slope;
-    of->se[0] = n > 1 ? sqrt(ss / (double)(n - 1) / sw) : 0;
+    of->se[0] = s->n > 1 ? sqrt(ss / (double)(s->n - 1) / sw) : 0;
     of->se[1] = 0;
 }
 
@@ -1066,29 +1066,23 @@ static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const ch
                    const char *ne, double *lat, double *eff, err_t *e)
 {
     size_t n = s->n;
-    double *X = malloc(2 * (n + 1) * sizeof *X), *t = malloc((n + 1) * sizeof *t), *w = malloc((n + 1) * sizeof *w);
-    double *pred = malloc((n + 1) * sizeof *pred);
-    if (!X || !t || !w || !pred) {
-        free(X), free(t), free(w), free(pred);
+    double *t = malloc((n + 1) * sizeof *t), *pred = malloc((n + 1) * sizeof *pred);
+    if (!t || !pred) {
+        free(t), free(pred);
         return err_set(e, ERR_NOMEM, "fit: out of memory");
     }
-    for (size_t j = 0; j < n; j++) {
-        t[j] = s->v[j]->t_med_us;
-        X[2 * j] = 1;
-        X[2 * j + 1] = s->v[j]->bytes_moved;
-        w[j] = 1.0 / (t[j] * t[j]);
-    }
+    for (size_t j = 0; j < n; j++) t[j] = s->v[j]->t_med_us;
     char name[80];
     snprintf(name, sizeof name, "kernel_%s", label);
     lsq_fit_t of;
     err_t e2;
-    if (n >= 3 && !lsq_wlinear(name, X, t, w, n, 2, &of, &e2) && of.coef[1] > 0) {
+    if (n >= 3 && !line_of(s, get_bytes, name, &of, &e2) && of.coef[1] > 0) {
         double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1], lo, hi;
         double eff_max = f->hbm_ceiling_GBps > 0 ? f->hbm_ceiling_GBps / hbm : 1;
         if (from_hbm && oe > eff_max) {   /* faster than HBM allows: the bytes are too few to set the slope */
             note(f, "%s: mem_eff %.3g +- %.2g is above the measured HBM ceiling; held at %.3g (%.0f GB/s) and the "
                     "latency refitted", label, oe, oe_se, eff_max, eff_max * hbm);
-            fixed_eff_fit(X, t, w, n, 1e-3 / (eff_max * hbm), &of);
+            fixed_eff_fit(s, 1e-3 / (eff_max * hbm), &of);
             oe = eff_max;
             oe_se = 0;
         }
@@ -1106,9 +1100,9 @@ static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const ch
         note(f, "%s: not fitted alone (%zu rows without a positive slope in bytes); %s and %s from the pooled fit", label,
              n, nl, ne);
     }
-    for (size_t j = 0; j < n; j++) pred[j] = *lat + X[2 * j + 1] / (*eff * hbm * 1e3);
+    for (size_t j = 0; j < n; j++) pred[j] = *lat + s->v[j]->bytes_moved / (*eff * hbm * 1e3);
     resid(f, name, pred, t, n);
-    free(X), free(t), free(w), free(pred);
+    free(t), free(pred);
     return ERR_OK;
 }
 
@@ -1172,8 +1166,6 @@ static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double 
     return rc;
 }
 
-static double get_splits(const kbrow_t *r) { return r->pieces; }
-
 /* The split-K combine: t = lat + splits·per_split (kbench's `pieces` column holds the partials per
  * head), WLS 1/t², over its cold rows (attn_combine_*) or its rows reading partials still in L2
  * (attn_combine_l2_*). Where the partial kernel before the combine streamed more K/V than the L2
@@ -1198,24 +1190,18 @@ static int fit_combine(fit_t *f, const sel_t *rows, const calib_t *seed, bool l2
     if (evicted)
         note(f, "%s: %zu rows left out (the partial kernel before them streamed more K/V than the %.0f MiB L2)", pre,
              evicted, l2_bytes / 1048576.0);
-    double *X = malloc(2 * (s.n + 1) * sizeof *X), *t = malloc((s.n + 1) * sizeof *t), *w = malloc((s.n + 1) * sizeof *w);
-    double *pred = malloc((s.n + 1) * sizeof *pred);
-    rc = (!X || !t || !w || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
-    for (size_t i = 0; !rc && i < s.n; i++) {
-        t[i] = s.v[i]->t_med_us;
-        X[2 * i] = 1;
-        X[2 * i + 1] = s.v[i]->pieces;
-        w[i] = 1.0 / (t[i] * t[i]);
-    }
+    double *t = malloc((s.n + 1) * sizeof *t), *pred = malloc((s.n + 1) * sizeof *pred);
+    rc = (!t || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t i = 0; !rc && i < s.n; i++) t[i] = s.v[i]->t_med_us;
     lsq_fit_t cf;
     err_t e2;
     char nl[64], ns[64], how[160];
     snprintf(nl, sizeof nl, "%s_latency_us", pre);
     snprintf(ns, sizeof ns, "%s_split_ns", pre);
     snprintf(how, sizeof how, "%s: t = lat + splits*per_split, WLS 1/t^2 (splits: the pieces column)", pre);
-    if (!rc && s.n >= 3 && !lsq_wlinear(how, X, t, w, s.n, 2, &cf, &e2) && cf.coef[1] >= 0) {
+    if (!rc && s.n >= 3 && !line_of(&s, get_pieces, how, &cf, &e2) && cf.coef[1] >= 0) {
         double lo, hi;
-        range_of(&s, get_splits, &lo, &hi);
+        range_of(&s, get_pieces, &lo, &hi);
         put(f, nl, fmax(cf.coef[0], 0), cf.se[0], lo, hi, s.v, s.n, how);
         put(f, ns, cf.coef[1] * 1e3, cf.se[1] * 1e3, lo, hi, s.v, s.n, how);
         for (size_t i = 0; i < s.n; i++) pred[i] = fmax(cf.coef[0], 0) + cf.coef[1] * s.v[i]->pieces;
@@ -1225,7 +1211,7 @@ static int fit_combine(fit_t *f, const sel_t *rows, const calib_t *seed, bool l2
     } else if (!rc) {
         note(f, "%s, %s: not determined (%zu combine rows)", nl, ns, s.n);
     }
-    free(X), free(t), free(w), free(pred), free(s.v);
+    free(t), free(pred), free(s.v);
     return rc;
 }
 
@@ -1247,17 +1233,9 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
         free(s.v);
         return ERR_OK;
     }
-    double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
-    if (!X || !y || !w) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     lsq_fit_t lf;
     if (!rc) {
-        for (size_t i = 0; i < s.n; i++) {
-            X[2 * i] = 1;
-            X[2 * i + 1] = s.v[i]->bytes_moved;
-            y[i] = s.v[i]->t_med_us;
-            w[i] = 1.0 / (y[i] * y[i]);
-        }
-        rc = lsq_wlinear("kernels t = lat + bytes/(eff*hbm)", X, y, w, s.n, 2, &lf, e);
+        rc = line_of(&s, get_bytes, "kernels t = lat + bytes/(eff*hbm)", &lf, e);
     }
     if (!rc && !(lf.coef[1] > 0))
         rc = err_set(e, ERR_CONVERGE, "fit kernels: did not converge (non-positive time per byte)");
@@ -1294,9 +1272,6 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             free(os.v);
         }
     }
-    free(X);
-    free(y);
-    free(w);
     free(s.v);
     if (!rc) rc = fit_attn_l2(f, rows, seed, hbm, e);
     if (!rc) rc = fit_combine(f, rows, seed, false, e);

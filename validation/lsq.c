@@ -137,3 +137,22 @@ int lsq_mean(const char *what, const double *v, size_t n, double *mean, double *
     *se = f.se[0];
     return ERR_OK;
 }
+
+int lsq_line_rel(const char *what, const double *x, const double *t, size_t n, lsq_fit_t *out, err_t *e)
+{
+    double *X = malloc(2 * (n + 1) * sizeof *X), *w = malloc((n + 1) * sizeof *w);
+    if (!X || !w) {
+        free(X);
+        free(w);
+        return err_set(e, ERR_NOMEM, "fit %s: out of memory", what);
+    }
+    for (size_t i = 0; i < n; i++) {
+        X[2 * i] = 1;
+        X[2 * i + 1] = x[i];
+        w[i] = 1.0 / (t[i] * t[i]);
+    }
+    int rc = lsq_wlinear(what, X, t, w, n, 2, out, e);
+    free(X);
+    free(w);
+    return rc;
+}

@@ -22,6 +22,10 @@ typedef struct lsq_fit {
 int lsq_wlinear(const char *what, const double *X, const double *y, const double *w, size_t n, size_t p,
                 lsq_fit_t *out, err_t *e);
 
+/* The line t ≈ coef[0] + coef[1]·x in relative terms (weights 1/t²: every point's relative error
+ * counts alike), the form of every fixed-time-plus-rate fit. Errors as lsq_wlinear. */
+int lsq_line_rel(const char *what, const double *x, const double *t, size_t n, lsq_fit_t *out, err_t *e);
+
 /* Robust (bisquare) linear regression of y ≈ X·coef, unweighted; standard errors from GSL's
  * robust covariance. Errors as lsq_wlinear. */
 int lsq_robust(const char *what, const double *X, const double *y, size_t n, size_t p, lsq_fit_t *out,
