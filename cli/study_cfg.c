@@ -31,6 +31,8 @@ static const cfg_param_t model_params[] = {
 static const char *const mode_names[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
 static const char *const admit_names[] = {"reserve", "grow_preempt", "grow_evict", NULL};
 static const char *const place_names[] = {"round_robin", "pack", NULL};
+static const char *const sess_stream_names[] = {"many", "one", NULL};
+static const char *const latency_names[] = {"begin", "device", NULL};
 
 static const cfg_param_t serving_params[] = {
     E("mode", scn_serving_t, mode, "streams", mode_names,
@@ -45,6 +47,14 @@ static const cfg_param_t serving_params[] = {
     E("admission", scn_serving_t, admission, "reserve", admit_names,
       "reserve a session's final footprint at admission, or grow and preempt (wait) / evict when memory is full"),
     E("placement", scn_serving_t, placement, "round_robin", place_names, "sessions on the GPUs of the box"),
+    P("hw_queues", CFG_T_INT, scn_serving_t, hw_queues, "8", 0, 32,
+      "hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; 8 is the CUDA driver's default): "
+      "streams beyond them share one, whose ops start in launch order (0: one per stream; not with batching)"),
+    E("session_streams", scn_serving_t, session_streams, "many", sess_stream_names,
+      "a session's copies and kernels on streams of their own (overlapping), or all on one stream"),
+    E("latency_from", scn_serving_t, latency_from, "begin", latency_names,
+      "a step's latency from when the session begins it, or from when an event recorded in its stream "
+      "would fire (later when its first op waits behind its hardware queue; what CUDA events measure)"),
 };
 
 static const char *const wl_kinds[] = {"generator", "trace", "probe", NULL};

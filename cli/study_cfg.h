@@ -29,7 +29,13 @@ typedef struct scn_serving {
     double coarse_reuse;
     int admission;                 /* exec_admit_t */
     int placement;                 /* SCN_PLACE_* */
+    int64_t hw_queues;             /* hardware work queues per CUDA context (0: one per stream) */
+    int session_streams;           /* SCN_STREAMS_* */
+    int latency_from;              /* SCN_LATENCY_* */
 } scn_serving_t;
+
+enum { SCN_STREAMS_MANY = 0, SCN_STREAMS_ONE = 1 };
+enum { SCN_LATENCY_BEGIN = 0, SCN_LATENCY_DEVICE = 1 };
 
 enum { SCN_PLACE_ROUND_ROBIN = 0, SCN_PLACE_PACK = 1 };
 enum { SCN_WL_GENERATOR = 0, SCN_WL_TRACE = 1, SCN_WL_PROBE = 2 };

@@ -209,6 +209,8 @@ static int exec_make(const study_point_t *pt, study_rep_t *rep, sim_pool_t *hbm_
         .admission = (exec_admit_t)pt->serving.admission, .n_gpus = pt->hw.gpus,
         .max_batch = (uint32_t)pt->serving.max_batch, .prefill_chunk = (uint32_t)pt->serving.prefill_chunk,
         .graph_launch_ps = (sim_ps_t)(rep->cost.graph_launch_s * (double)SIM_PS_PER_S),
+        .hw_queues = (uint32_t)pt->serving.hw_queues, .one_stream = pt->serving.session_streams == SCN_STREAMS_ONE,
+        .latency_on_device = pt->serving.latency_from == SCN_LATENCY_DEVICE,
         .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,
         .timeline_plans = timeline_plans};

@@ -20,6 +20,9 @@ typedef struct xop {
     uint32_t succ_first, n_succ;
     bool launched, started, waiting_gpu, done;
     bool segment_start;      /* with CUDA graphs: first op of a graph segment */
+    bool q_blocked;          /* behind an op of its hardware queue that has not started */
+    struct xop *q_next;      /* the op launched after it on its hardware queue, waiting for it */
+    int8_t queue;            /* its hardware queue, -1 if none */
     uint32_t pos;            /* issue position in the run */
     sim_ps_t t_launch, t_deps, t_ready, t_start, t_end; /* t_deps: predecessors done */
     uint64_t session;
@@ -38,14 +41,18 @@ struct run {
     sess_t **members;
     uint32_t n_members;
     sim_ps_t t_begin;
+    sim_ps_t t_window;       /* when an event recorded before its first op would fire: its beginning,
+                              * or later when that op waited behind its hardware queue */
     uint64_t seq;            /* plan index (timeline) */
     bool traced;
     run_t *prev, *next;      /* the executor's list of runs in flight */
 };
 
-/* A CUDA context's host side: its launch thread, a serial FIFO server. */
+/* A CUDA context: its launch thread (a serial FIFO server) and its hardware work queues. */
 struct ctx {
     exec_t *x;
+    struct xop *hwq_tail[EXEC_MAX_HW_QUEUES]; /* last op launched on each queue, until it starts */
+    uint32_t streams_made;   /* streams given a queue so far (round robin) */
     sim_ps_t busy_ps;        /* total launch time */
     run_t *launching;        /* the run whose next op is being launched (NULL: idle) */
     run_t *q_head, *q_tail;
@@ -104,6 +111,7 @@ struct sess {
     sim_ps_t t_arrive, t_turn_ready, t_first_token, t_decode_ps;
     uint64_t decoded;
     double hbm_held, host_held;
+    int8_t *queue_of;        /* hardware queue by plan stream (-1: none yet); NULL until first needed */
 };
 
 struct exec {
@@ -127,6 +135,7 @@ struct exec {
 static void run_kick_launch(run_t *r);
 static void ctx_kick(exec_t *x, ctx_t *c);
 static void op_try_start(xop_t *o);
+static void op_start(xop_t *o);
 static void op_begin_flow(xop_t *o);
 static void sess_next(sess_t *s);
 static void gpu_kick_batch(exec_t *x, gpu_t *g);
@@ -362,7 +371,7 @@ static int run_layout(run_t *r, builder_t *b)
         r->ops[i] = b->ops[perm[i]];
         r->ops[i].pos = i;
         r->ops[i].run = r;
-        uint8_t st = r->ops[i].op.stream;
+        uint8_t st = r->x->cfg.one_stream ? 0 : r->ops[i].op.stream;
         if (last_on_stream[st] != UINT32_MAX) rc = b_edge(b, last_on_stream[st], i);
         last_on_stream[st] = i;
     }
@@ -417,11 +426,54 @@ static void ctx_enqueue(ctx_t *c, run_t *r)
     c->q_tail = r;
 }
 
+/* The thread goes on with r's next op at once: a host thread issues a step's launches back to back
+ * (they are asynchronous) until one must wait for the GPU. */
+static void ctx_continue(ctx_t *c, run_t *r)
+{
+    if (r->in_launch_queue || !launchable(r)) return;
+    r->in_launch_queue = true;
+    r->launch_next = c->q_head;
+    c->q_head = r;
+    if (!c->q_tail) c->q_tail = r;
+}
+
+static bool batching(const exec_t *x) { return x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS; }
+
+/* The hardware queue of o's stream, -1 when queues are not modelled (host ops included). A stream
+ * takes its context's next queue, round robin, when first used, as the driver assigns them to
+ * streams as they are created. */
+static int op_queue(const run_t *r, const xop_t *o)
+{
+    exec_t *x = r->x;
+    uint32_t h = x->cfg.hw_queues;
+    if (!h || batching(x) || o->op.exec == PLAN_EXEC_CPU) return -1;
+    sess_t *s = r->members[0];
+    if (!s->queue_of) {
+        if (!(s->queue_of = malloc(256))) {
+            fail(x, ERR_NOMEM, "exec: out of memory");
+            return -1;
+        }
+        memset(s->queue_of, 0xff, 256);
+    }
+    uint8_t st = x->cfg.one_stream ? 0 : o->op.stream;
+    if (s->queue_of[st] < 0) s->queue_of[st] = (int8_t)(r->ctx->streams_made++ % h);
+    return s->queue_of[st];
+}
+
 static void op_launched(xop_t *o, sim_ps_t now)
 {
     o->launched = true;
     o->t_launch = now;
     o->run->next_launch++;
+    o->queue = (int8_t)op_queue(o->run, o);
+    if (o->queue >= 0) {
+        xop_t **tail = &o->run->ctx->hwq_tail[o->queue];
+        if (*tail) {
+            (*tail)->q_next = o;
+            o->q_blocked = true;
+        }
+        *tail = o;
+    }
     op_try_start(o);
 }
 
@@ -431,11 +483,11 @@ static void launch_done(sim_t *sim, void *arg)
     run_t *r = c->launching;
     c->launching = NULL;
     op_launched(&r->ops[r->next_launch], sim_now(sim));
-    run_kick_launch(r);
+    ctx_continue(c, r);
     ctx_kick(c->x, c);
 }
 
-/* Serves the context's FIFO: free launches are done at once, costly ones take the thread. */
+/* Serves the context's FIFO of runs: free launches are done at once, costly ones take the thread. */
 static void ctx_kick(exec_t *x, ctx_t *c)
 {
     while (!c->launching && c->q_head) {
@@ -448,7 +500,7 @@ static void ctx_kick(exec_t *x, ctx_t *c)
         sim_ps_t cost = launch_cost(x, o);
         if (cost == 0) {
             op_launched(o, sim_now(x->sim));
-            run_kick_launch(r);
+            ctx_continue(c, r);
             continue;
         }
         err_t e;
@@ -509,7 +561,7 @@ static void op_finish(xop_t *o)
                     x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_TIMESLICE] += (double)(sim_now(x->sim) - wo->t_ready);
                     g->owner = next;
                     g->owner_running++;
-                    op_begin_flow(wo);
+                    op_start(wo);
                 }
                 w->n = keep;
                 if (w->head >= w->n) w->head = w->n = 0;
@@ -573,11 +625,27 @@ static void op_begin_flow(xop_t *o)
     if (sim_flow_start(x->sim, &spec, NULL, &e)) fail_err(x, &e);
 }
 
-/* Starts o when it is launched, its predecessors (and stream predecessor) are done, and — between
- * separate processes — the GPU is not held by another context (host-thread ops are not sliced). */
+/* Starts o's flow; the op launched after it on its hardware queue may start now. */
+static void op_start(xop_t *o)
+{
+    op_begin_flow(o);
+    if (o->queue < 0) return;
+    xop_t **tail = &o->run->ctx->hwq_tail[o->queue];
+    if (*tail == o) *tail = NULL;
+    xop_t *next = o->q_next;
+    o->q_next = NULL;
+    if (!next) return;
+    next->q_blocked = false;
+    if (next->pos == 0) next->run->t_window = sim_now(next->run->x->sim);
+    op_try_start(next);
+}
+
+/* Starts o when it is launched, its predecessors (and stream predecessor) are done, every op
+ * launched before it on its hardware queue has started, and — between separate processes — the GPU
+ * is not held by another context (host-thread ops are not sliced). */
 static void op_try_start(xop_t *o)
 {
-    if (!o->launched || o->pending || o->started || o->waiting_gpu) return;
+    if (!o->launched || o->pending || o->started || o->waiting_gpu || o->q_blocked) return;
     run_t *r = o->run;
     exec_t *x = r->x;
     o->t_ready = sim_now(x->sim);
@@ -594,7 +662,7 @@ static void op_try_start(xop_t *o)
         g->owner = r->ctx;
         g->owner_running++;
     }
-    op_begin_flow(o);
+    op_start(o);
 }
 
 /* ---- runs ----------------------------------------------------------------------------------- */
@@ -637,7 +705,7 @@ static void run_free(run_t *r)
     free(r);
 }
 
-static void sess_plan_done(sess_t *s, sim_ps_t t_begin);
+static void sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window);
 
 static void run_complete(run_t *r)
 {
@@ -645,11 +713,10 @@ static void run_complete(run_t *r)
     sim_ps_t now = sim_now(x->sim);
     x->stats.actual_ps_sum += (double)(now - r->t_begin);
     x->stats.standalone_ps_sum += (double)run_standalone_ps(r);
-    bool batching = x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS;
     gpu_t *g = r->gpu;
-    for (uint32_t m = 0; m < r->n_members; m++) sess_plan_done(r->members[m], r->t_begin);
+    for (uint32_t m = 0; m < r->n_members; m++) sess_plan_done(r->members[m], r->t_begin, r->t_window);
     run_free(r);
-    if (batching) {
+    if (batching(x)) {
         g->iterating = false;
         gpu_kick_later(x, g);
     }
@@ -668,7 +735,7 @@ static int run_start(exec_t *x, gpu_t *g, ctx_t *c, sess_t **members, uint32_t n
         r->x = x;
         r->gpu = g;
         r->ctx = c;
-        r->t_begin = sim_now(x->sim);
+        r->t_begin = r->t_window = sim_now(x->sim);
         r->seq = x->plans_started++;
         r->next = x->runs;
         if (x->runs) x->runs->prev = r;
@@ -904,8 +971,7 @@ static int sess_build(sess_t *s, err_t *e)
 static void sess_next(sess_t *s)
 {
     exec_t *x = s->x;
-    bool batching = x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS;
-    if (batching) {
+    if (batching(x)) {
         s->state = S_READY;
         if (push_ptr((void ***)&s->gpu->ready, &s->gpu->n_ready, &s->gpu->cap_ready, s)) {
             fail(x, ERR_NOMEM, "exec: out of memory");
@@ -929,7 +995,7 @@ static void sess_next(sess_t *s)
  * admitted session that is not waiting for memory). */
 static void gpu_kick_batch(exec_t *x, gpu_t *g)
 {
-    if (!(x->cfg.mode == EXEC_LOCKSTEP || x->cfg.mode == EXEC_CONTINUOUS) || g->iterating || !g->n_ready) return;
+    if (!batching(x) || g->iterating || !g->n_ready) return;
     if (x->cfg.mode == EXEC_LOCKSTEP && g->n_ready < g->live - g->waiting_mem) return;
     uint32_t n = (uint32_t)g->n_ready;
     if (x->cfg.max_batch && n > x->cfg.max_batch) n = x->cfg.max_batch;
@@ -1010,11 +1076,13 @@ static void gpu_kick_later(exec_t *x, gpu_t *g)
     if (sim_at(x->sim, sim_now(x->sim), kick_ev, g, &e)) fail_err(x, &e);
 }
 
-static void sess_plan_done(sess_t *s, sim_ps_t t_begin)
+/* A plan of s begun at t_begin is done; its latency counts from t_window with latency_on_device
+ * (the session's time in decode, its tokens/s, from t_begin all the same). */
+static void sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
 {
     exec_t *x = s->x;
     sim_ps_t now = sim_now(x->sim);
-    double dt_s = ps_to_s(now - t_begin);
+    double dt_s = ps_to_s(now - (x->cfg.latency_on_device ? t_window : t_begin));
     err_t e;
     if (s->prov.ops->completed && s->prov.ops->completed(s->prov.self, &s->env, &s->req, &e)) { fail_err(x, &e); return; }
     s->plans++;
@@ -1111,6 +1179,8 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (cfg->prefill_chunk < 1) return err_set(e, ERR_INVAL, "exec: prefill chunk must be ≥ 1 token");
     if ((int)cfg->mode < EXEC_STREAMS || cfg->mode > EXEC_CONTINUOUS) return err_set(e, ERR_INVAL, "exec: unknown mode");
     if (cfg->graph_launch_ps < 0) return err_set(e, ERR_INVAL, "exec: negative graph launch time");
+    if (cfg->hw_queues > EXEC_MAX_HW_QUEUES)
+        return err_set(e, ERR_INVAL, "exec: %u hardware queues (CUDA allows at most %d)", cfg->hw_queues, EXEC_MAX_HW_QUEUES);
     if (cfg->coarse && (cfg->mode == EXEC_LOCKSTEP || cfg->mode == EXEC_CONTINUOUS))
         return err_set(e, ERR_INVAL, "exec: coarse plans drop merge keys, so they cannot be batched (mode %s)", exec_mode_name(cfg->mode));
     exec_t *x = calloc(1, sizeof *x);
@@ -1150,6 +1220,7 @@ static void sess_free(sess_t *s)
     plan_free(&s->plan);
     plan_free(&s->fine);
     free(s->turns);
+    free(s->queue_of);
     free(s);
 }
 

@@ -3,7 +3,8 @@
  * Sessions replay turns (think time or a recorded arrival, prefill tokens appended in chunks, then
  * decode steps). For each step the session's plan provider builds a DAG (sim/plan.h) that the executor
  * launches and runs:
- *   - launches cost host CPU time on the context's launch thread, a serial server (one per process;
+ *   - launches cost host CPU time on the context's launch thread, a serial server that issues a
+ *     plan's launches back to back until one must wait, then the next plan's in FIFO order (one per process;
  *     with CUDA graphs one launch per graph segment instead of one per op; a host_sync op starts a
  *     new segment and its launch waits for its predecessors);
  *   - an op starts when launched, its predecessors are done and the previous op of its stream is done;
@@ -13,6 +14,9 @@
  *     served): on the measured H200, 16 processes looping steps scale 16.3x, not less;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
  *     share one launch thread per GPU (a serving process per GPU), MPS clients have one each;
+ *   - a context has a few hardware work queues (exec_config_t.hw_queues, CUDA's default 8); streams
+ *     beyond them share one, and a queue starts its ops in the order they were launched: an op
+ *     waits behind another stream's op that waits for its own predecessors (false serialisation);
  *   - lockstep and continuous batching (EXEC_LOCKSTEP, EXEC_CONTINUOUS) run one iteration at a time
  *     per GPU: the plans of the batched sessions are merged (equal merge keys execute once, their cost
  *     evaluated for the batch size). Lockstep waits for every live session on the GPU; continuous
@@ -38,6 +42,8 @@
 extern "C" {
 #endif
 
+enum { EXEC_MAX_HW_QUEUES = 32 }; /* CUDA's upper bound on CUDA_DEVICE_MAX_CONNECTIONS */
+
 typedef enum { EXEC_STREAMS, EXEC_PROCESSES, EXEC_MPS, EXEC_LOCKSTEP, EXEC_CONTINUOUS } exec_mode_t;
 typedef enum { EXEC_ADMIT_RESERVE, EXEC_ADMIT_GROW_PREEMPT, EXEC_ADMIT_GROW_EVICT } exec_admit_t;
 
@@ -53,6 +59,14 @@ typedef struct exec_config {
     uint32_t max_batch;          /* batching modes: most sessions per iteration; 0 = no limit */
     uint32_t prefill_chunk;      /* tokens per prefill chunk, ≥ 1 */
     sim_ps_t graph_launch_ps;    /* host time to launch one CUDA graph segment */
+    uint32_t hw_queues;          /* hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS,
+                                  * ≤ EXEC_MAX_HW_QUEUES); 0: one per stream. Streams take them round
+                                  * robin as first used, so beyond this many streams share a queue,
+                                  * which starts its ops in issue order. Not with batching. */
+    bool one_stream;             /* each session's ops all on one stream (no overlap within a session) */
+    bool latency_on_device;      /* a plan's latency runs from when an event recorded in its stream
+                                  * before its first op fires (CUDA events, kbench): its beginning, or
+                                  * later when that op waited behind its hardware queue */
     /* Pools by GPU (HBM) and the host pool; -1 for none (memory not tracked). */
     const sim_pool_t *hbm_pool;  /* n_gpus entries, or NULL */
     sim_pool_t host_pool;

@@ -134,7 +134,10 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     char mode[32];
     snprintf(mode, sizeof mode, "%.*s", (int)strcspn(r->policy, ":;"), r->policy);
     if (!strcmp(mode, "procs")) snprintf(mode, sizeof mode, "processes");
-    if (one_of(mode, modes)) fprintf(fp, "serving: {mode: %s}\n", mode);
+    /* kbench runs each session on one CUDA stream and times it with events recorded in that stream. */
+    fputs("serving: {session_streams: one, latency_from: device", fp);
+    if (one_of(mode, modes)) fprintf(fp, ", mode: %s", mode);
+    fputs("}\n", fp);
     const char *what = r->op == OPKIND_LAYER_STEP ? "layer_step" : r->op == OPKIND_SESSION_STEP ? "session_step" : "op";
     fprintf(fp, "workload:\n  kind: probe\n  probe: {what: %s", what);
     put_str(fp, "op", r->op_name);

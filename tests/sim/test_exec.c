@@ -15,7 +15,8 @@ typedef struct toy {
     sim_ps_t launch_ps;
     uint8_t exec;
     double hbm_per_token;
-    bool separate_streams;
+    bool separate_streams;   /* op i on stream i, no dependencies; odd ops on res_odd */
+    sim_res_t res_odd;
 } toy_t;
 
 static int toy_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
@@ -25,7 +26,7 @@ static int toy_build(void *self, plan_env_t *env, const plan_request_t *req, pla
     const toy_t *t = self;
     for (int i = 0; i < t->n_ops; i++) {
         plan_op_t op = {.kind = 0, .layer = (uint16_t)i, .exec = t->exec, .n_uses = 1,
-                        .uses = {{t->res, 1.0}}, .cost = {.work = t->bytes}, .launch_ps = t->launch_ps,
+                        .uses = {{t->separate_streams && i % 2 ? t->res_odd : t->res, 1.0}}, .cost = {.work = t->bytes}, .launch_ps = t->launch_ps,
                         .merge_key = t->merge_key, .stream = t->separate_streams ? (uint8_t)i : 0};
         uint32_t dep = (uint32_t)i - 1;
         int rc = plan_add(out, &op, i && !t->separate_streams ? &dep : NULL, i && !t->separate_streams ? 1 : 0, NULL, e);
@@ -65,7 +66,7 @@ static void world_init(world_t *w, exec_mode_t mode, double pool_bytes)
     exec_config_t cfg = {.mode = mode, .n_gpus = 1, .prefill_chunk = 1024, .host_pool = -1,
                          .hbm_pool = pool_bytes > 0 ? &w->pool : NULL, .graph_launch_ps = 7 * SIM_PS_PER_US};
     cr_assert_eq(exec_new(w->sim, &cfg, &w->x, &e), 0, "%s", e.msg);
-    w->toy = (toy_t){.res = w->link, .bytes = 1e9, .n_ops = 1, .exec = PLAN_EXEC_GPU};
+    w->toy = (toy_t){.res = w->link, .res_odd = w->other, .bytes = 1e9, .n_ops = 1, .exec = PLAN_EXEC_GPU};
 }
 
 static void add_sessions(world_t *w, int n, toy_t *toys, uint32_t decode_tokens)
@@ -225,6 +226,77 @@ Test(exec, launches_overlap_execution)
     add_sessions(&w, 1, toys, 1);
     world_run(&w);
     cr_assert_float_eq(hist_mean(exec_stats(w.x)->step_s), 4e-3 + 10e-6, 1e-12);
+    world_free(&w);
+}
+
+/* Two sessions as streams, each a chain of two 1 s ops on a resource of its own (nothing shared).
+ * The launch thread issues A1 A2 B1 B2 (a plan's launches back to back). With one hardware queue B1
+ * waits behind A2 until A2 starts (at 1 s), so B runs 1..3 s; its step is 3 s from its beginning,
+ * 2 s from when an event before B1 would fire (latency_on_device). With two queues, or one per
+ * stream (0), both take 2 s. */
+Test(exec, hardware_queues_serialise_falsely)
+{
+    const uint32_t queues[3] = {1, 2, 0};
+    for (int q = 0; q < 3; q++)
+        for (int dev = 0; dev < 2; dev++) {
+            world_t w;
+            world_init(&w, EXEC_STREAMS, 0);
+            exec_free(w.x);
+            exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                                 .hw_queues = queues[q], .latency_on_device = dev};
+            err_t e;
+            cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+            w.toy.n_ops = 2;
+            toy_t toys[2];
+            add_sessions(&w, 2, toys, 1);
+            toys[1].res = w.other;
+            world_run(&w);
+            const exec_stats_t *st = exec_stats(w.x);
+            bool shared = queues[q] == 1;
+            cr_assert_float_eq(st->last_token_s, shared ? 3.0 : 2.0, 1e-9, "queues %u", queues[q]);
+            cr_assert_float_eq(hist_max(st->step_s), shared && !dev ? 3.0 : 2.0, 1e-9, "queues %u dev %d",
+                               queues[q], dev);
+            /* tokens/s count from the step's beginning whatever the latency window */
+            cr_assert_float_eq(1.0 / hist_min(st->session_tps), shared ? 3.0 : 2.0, 1e-9);
+            world_free(&w);
+        }
+}
+
+/* One session, two independent 1 s ops on streams of their own over different resources: they
+ * overlap (a 1 s step), unless every op of the session goes on one stream (2 s). */
+Test(exec, one_stream_per_session_serialises)
+{
+    for (int one = 0; one < 2; one++) {
+        world_t w;
+        world_init(&w, EXEC_STREAMS, 0);
+        exec_free(w.x);
+        exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1, .one_stream = one};
+        err_t e;
+        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+        w.toy.n_ops = 2;
+        w.toy.separate_streams = true;
+        toy_t toys[1];
+        add_sessions(&w, 1, toys, 1);
+        world_run(&w);
+        cr_assert_float_eq(hist_mean(exec_stats(w.x)->step_s), one ? 2.0 : 1.0, 1e-9);
+        world_free(&w);
+    }
+}
+
+/* The launch thread issues one plan's launches back to back: two sessions of two chained 1 s ops
+ * with 10 µs launches go A1 (10 µs) A2 (20) B1 (30) B2 (40): B ends at 2 s + 30 µs (interleaved
+ * launches, A1 B1 A2 B2, would end it at 2 s + 20 µs). */
+Test(exec, launch_thread_issues_a_plan_at_a_time)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 0);
+    w.toy.n_ops = 2;
+    w.toy.launch_ps = 10 * SIM_PS_PER_US;
+    toy_t toys[2];
+    add_sessions(&w, 2, toys, 1);
+    toys[1].res = w.other;
+    world_run(&w);
+    cr_assert_float_eq(exec_stats(w.x)->last_token_s, 2.0 + 30e-6, 1e-12);
     world_free(&w);
 }
 
