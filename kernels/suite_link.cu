@@ -13,6 +13,7 @@
 #include "kb.h"
 #include "kern.h"
 #include "hostmem.h"
+#include "timeslice.h"
 
 #define MAX_STREAMS 16
 #define MAX_MIX 16
@@ -27,7 +28,9 @@ typedef struct {
     size_t piece, region, npieces, spitch;
     int blocks, variant;
     char *host, *dev;
-    uint64_t *off;             /* device offsets (gather) */
+    uint64_t *off;             /* device offsets (gather): nsets sets of npieces, one per enqueue in turn */
+    int nsets;
+    unsigned cursor;
     void **dsts, **srcs;       /* host arrays (batch) */
     size_t *sizes;
     int failed;                /* an API refused the case */
@@ -55,9 +58,12 @@ static void work_enqueue(void *p, cudaStream_t s)
         case W_D2H:
             CK(cudaMemcpyAsync(w->host, w->dev, w->bytes, cudaMemcpyDeviceToHost, s));
             break;
-        case W_GATHER:
-            kb_gather(w->variant, w->dev, w->host, w->off, w->npieces, w->piece, w->blocks, s);
+        case W_GATHER: {
+            size_t set = w->nsets > 1 ? w->cursor++ % (unsigned)w->nsets : 0;
+            kb_gather(w->variant, w->dev, w->host, w->off + set * w->npieces, w->npieces, w->piece,
+                      w->blocks, s);
             break;
+        }
         case W_2D:
             CK(cudaMemcpy2DAsync(w->dev, w->piece, w->host, w->spitch, w->piece, w->npieces,
                                  cudaMemcpyHostToDevice, s));
@@ -139,6 +145,22 @@ static void run_single(link_t *L, work_t *w, const char *variant)
     kb_stats_t st = kb_time(work_enqueue, NULL, w, L->s[0], &tm);
     if (w->failed)
         return;
+    kb_row_t r = work_row(L, w, variant);
+    r.policy = "alone";
+    emit(L, &r, st);
+}
+
+static void l2_flush_prep(void *ctx, cudaStream_t s)
+{
+    (void)ctx;
+    kb_l2_flush(s);
+}
+
+/* Time w alone after an L2 flush each repetition (rows a gather repeats are not read from L2). */
+static void run_single_flushed(link_t *L, work_t *w, const char *variant)
+{
+    kb_timing_t tm = kb_timing_for(work_bytes(w) / (kb_ceil.h2d_gbps * 1e3), L->o->quick);
+    kb_stats_t st = kb_time(work_enqueue, l2_flush_prep, w, L->s[0], &tm);
     kb_row_t r = work_row(L, w, variant);
     r.policy = "alone";
     emit(L, &r, st);
@@ -348,6 +370,34 @@ static void section_gather_payloads(link_t *L)
     }
 }
 
+/* 256 B rows by count and region, after an L2 flush: the row rate depends on how many rows a
+ * gather touches (the address translations it needs) as well as on the region they spread over.
+ * v2_rows repeats one set of rows every repetition, as a decode step re-reading the winners it
+ * read before and as kbench's other gathers do; v2_fresh takes a new set each time (64 in turn). */
+static void section_gather_rows(link_t *L)
+{
+    const size_t rows[] = {4096, 16384, 32768, 65536, 131072, 262144}, fresh_max = 65536;
+    const int nsets = 64;
+    uint64_t *sets;
+    CK(cudaMalloc(&sets, nsets * fresh_max * sizeof(uint64_t)));
+    for (size_t region = 256 * KB_MIB; region <= L->hb.bytes; region *= 4)
+        for (int ri = 0; ri < 6; ri++) {
+            if (L->o->quick && ri % 2)
+                continue;
+            work_t w = gather_work(L, 0, 256, region, 0, rows[ri] * 256, 4 * kb_sm_count(), 0);
+            run_single_flushed(L, &w, "v2_rows");
+            if (rows[ri] > fresh_max)
+                continue;
+            for (int k = 0; k < nsets; k++)
+                kb_rand_offsets(sets + k * rows[ri], rows[ri], region, 256, 0, 5000 + k + region, L->s[0]);
+            CK(cudaStreamSynchronize(L->s[0]));
+            w.off = sets;
+            w.nsets = nsets;
+            run_single_flushed(L, &w, "v2_fresh");
+        }
+    CK(cudaFree(sets));
+}
+
 static void section_gather_blocks(link_t *L)
 {
     int blocks[] = {4, 8, 16, 33, 66, 132, 264, 528, 1056};
@@ -456,6 +506,8 @@ static int check_gather(link_t *L)
 
 int kb_suite_link(const kb_opts_t *o)
 {
+    static kb_ts_result_t ts[KB_TS_MAX_PROCS];
+    int n_ts = kb_timeslice_measure(ts, KB_TS_MAX_PROCS);   /* forks: before this process starts CUDA */
     link_t L;
     memset(&L, 0, sizeof L);
     L.o = o;
@@ -488,6 +540,7 @@ int kb_suite_link(const kb_opts_t *o)
             section_2d_batch(&L);
             section_gather_blocks(&L);
             section_gather_payloads(&L);
+            section_gather_rows(&L);
             section_mixes(&L);
             section_pairs(&L);
         } else {                                      /* the allocator's effect on each path */
@@ -502,6 +555,9 @@ int kb_suite_link(const kb_opts_t *o)
     CK(cudaFree(L.dev));
     CK(cudaFree(L.off[0]));
     CK(cudaFree(L.off[1]));
+    kb_timeslice_rows(L.csv, ts, n_ts);
+    if (n_ts < KB_TS_MAX_PROCS - 1)
+        fprintf(stderr, "kbench: link: the time-slice measurement failed\n");
     kb_csv_close(L.csv);
     return fail;
 }

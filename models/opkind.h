@@ -26,7 +26,8 @@
     X(LAUNCH, "launch")             /* kernel launch overhead */               \
     X(GRAPH_REPLAY, "graph_replay") /* CUDA graph replay overhead */           \
     X(LAYER_STEP, "layer_step")     /* a whole offloaded layer step (measured) */ \
-    X(SESSION_STEP, "session_step") /* a session's step under concurrency (measured) */
+    X(SESSION_STEP, "session_step") /* a session's step under concurrency (measured) */ \
+    X(TIMESLICE, "timeslice")       /* runs and switch-outs of time-sliced contexts (measured) */
 
 typedef enum {
 #define OPKIND_ENUM(id, name) OPKIND_##id,

@@ -1,0 +1,154 @@
+/* timeslice.cu: how the GPU time-slices separate CUDA contexts (no MPS).
+ *
+ * N processes, forked before this process starts CUDA, each run one GPU thread that spins for a
+ * fixed time of its own and logs, from the globaltimer, every gap during which its context was
+ * switched out. The runs between gaps are the time slice; a gap holds the other N-1 contexts'
+ * slices and the N switches of a round: gap = (N-1)*slice + N*switch. Rows (link suite):
+ * op=timeslice, variant run|gap, procs N, one row per N.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "kb.h"
+#include "timeslice.h"
+
+#define TS_MAX_GAPS 4096
+#define TS_GAP_NS 10000ull          /* a pause longer than this is a switch-out */
+#define TS_OWN_NS 300000000ull      /* each process spins 300 ms of its own time */
+
+static __device__ __forceinline__ unsigned long long gtimer(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* One thread: spin until own_ns of running time, logging gaps [last seen, first seen again). */
+__global__ void spin_log_kernel(unsigned long long own_ns, unsigned long long *log, int max, int *n_out)
+{
+    unsigned long long last = gtimer(), own = 0;
+    int n = 0;
+    while (own < own_ns) {
+        unsigned long long t = gtimer(), d = t - last;
+        if (d > TS_GAP_NS) {
+            if (n < max) {
+                log[2 * n] = last;
+                log[2 * n + 1] = t;
+            }
+            n++;
+        } else {
+            own += d;
+        }
+        last = t;
+    }
+    *n_out = n < max ? n : max;
+}
+
+static int xfer(int fd, void *p, size_t n, int wr)
+{
+    char *c = (char *)p;
+    while (n) {
+        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Child: start CUDA, say ready, wait for go, spin, send the gap log. Never returns. */
+static void child(int ready_fd, int go_fd, int res_fd)
+{
+    unsigned long long *dlog;
+    int *dn, n = 0;
+    static unsigned long long log[2 * TS_MAX_GAPS];
+    CK(cudaMalloc(&dlog, sizeof log));
+    CK(cudaMalloc(&dn, sizeof(int)));
+    char c = 'r';
+    xfer(ready_fd, &c, 1, 1);
+    if (xfer(go_fd, &c, 1, 0) == 0) {
+        spin_log_kernel<<<1, 1>>>(TS_OWN_NS, dlog, TS_MAX_GAPS, dn);
+        CKL();
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(&n, dn, sizeof n, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(log, dlog, 2 * sizeof(unsigned long long) * n, cudaMemcpyDeviceToHost));
+    }
+    xfer(res_fd, &n, sizeof n, 1);
+    xfer(res_fd, log, 2 * sizeof(unsigned long long) * n, 1);
+    _exit(0);
+}
+
+/* Runs N children at once; fills runs and gaps (µs, pooled over children). -1 on failure. */
+static int measure(int N, kb_ts_result_t *r)
+{
+    int ready[2], go[2], res[KB_TS_MAX_PROCS][2];
+    pid_t pid[KB_TS_MAX_PROCS];
+    if (pipe(ready) || pipe(go))
+        return -1;
+    for (int i = 0; i < N; i++) {
+        if (pipe(res[i]))
+            return -1;
+        pid[i] = fork();
+        if (pid[i] == 0)
+            child(ready[1], go[0], res[i][1]);
+        close(res[i][1]);
+    }
+    char c, g[KB_TS_MAX_PROCS];
+    for (int i = 0; i < N; i++)
+        xfer(ready[0], &c, 1, 0);
+    memset(g, 'g', sizeof g);
+    xfer(go[1], g, N, 1);
+    static unsigned long long log[2 * TS_MAX_GAPS];
+    int fail = 0;
+    r->procs = N;
+    r->n_runs = r->n_gaps = 0;
+    for (int i = 0; i < N; i++) {
+        int n = 0;
+        if (xfer(res[i][0], &n, sizeof n, 0) || n < 0 || n > TS_MAX_GAPS ||
+            xfer(res[i][0], log, 2 * sizeof(unsigned long long) * n, 0))
+            fail = 1;
+        for (int j = 0; !fail && j < n; j++) {
+            if (r->n_gaps < KB_TS_MAX_SAMPLES)
+                r->gaps_us[r->n_gaps++] = (log[2 * j + 1] - log[2 * j]) * 1e-3;
+            if (j + 1 < n && r->n_runs < KB_TS_MAX_SAMPLES)
+                r->runs_us[r->n_runs++] = (log[2 * j + 2] - log[2 * j + 1]) * 1e-3;
+        }
+        close(res[i][0]);
+        int st;
+        waitpid(pid[i], &st, 0);
+        fail |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);
+    return fail || r->n_runs < 3 ? -1 : 0;
+}
+
+int kb_timeslice_measure(kb_ts_result_t *out, int max_n)
+{
+    int n = 0;
+    for (int N = 2; N <= KB_TS_MAX_PROCS && n < max_n; N++)
+        if (measure(N, &out[n]) == 0)
+            n++;
+    return n;
+}
+
+void kb_timeslice_rows(kb_csv_t *csv, kb_ts_result_t *res, int n)
+{
+    for (int i = 0; i < n; i++) {
+        kb_ts_result_t *r = &res[i];
+        char policy[32];
+        snprintf(policy, sizeof policy, "procs:%d", r->procs);
+        const char *variant[2] = {"run", "gap"};
+        double *t[2] = {r->runs_us, r->gaps_us};
+        int cnt[2] = {r->n_runs, r->n_gaps};
+        for (int v = 0; v < 2; v++) {
+            kb_row_t row = kb_row("timeslice", variant[v]);
+            row.procs = r->procs;
+            row.policy = policy;
+            row.pieces = cnt[v];
+            row.st = kb_stats(t[v], cnt[v]);
+            kb_csv_row(csv, &row);
+        }
+    }
+}
