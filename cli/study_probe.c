@@ -52,7 +52,7 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
     double bytes = pp->pb.piece_bytes * pieces;
     plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER};
     cost_transfer(&pp->cost, &pp->paths, form, h2d, bytes, form == COST_CE && pp->kind != OPKIND_H2D_COPY2D ? 1 : pieces,
-                  pp->pb.region_bytes, &op);
+                  pp->pb.region_bytes, 0, &op);
     op.bytes_host = op.bytes_hbm = bytes;
     return plan_add(out, &op, NULL, 0, NULL, e);
 }
@@ -69,7 +69,7 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_
     method_layer(provider_method(pp->inner), 0, req->context_tokens, 1, false, &ly);
     double bytes = op->kind == OPKIND_SCAN ? ly.index_host_bytes + ly.index_hbm_bytes : op->bytes_hbm, piece = 131072;
     uint16_t kind = op->kind, layer = op->layer;
-    cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, op);
+    cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, 0, op);
     op->kind = kind;
     op->layer = layer;
     return ERR_OK;
@@ -159,6 +159,7 @@ int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *c
         return rc;
     }
     provider_set_layers_only(pp->inner, true);
+    provider_set_gathers_alone(pp->inner, !pp->pb.stage); /* kbench times an op alone, a stage in its step */
     *out = (plan_provider_t){&probe_ops, pp};
     return ERR_OK;
 }

@@ -203,6 +203,10 @@ static int exec_make(const study_point_t *pt, study_rep_t *rep, sim_pool_t *hbm_
         snprintf(name, sizeof name, "gpu%d.hbm_mem", g);
         hbm_pools[g] = sim_pool_find(rep->sim, name);
     }
+    if (pt->serving.mode == EXEC_PROCESSES) {   /* the GPU's time slicing shapes every prediction */
+        calib_note(rep->cal, "timeslice_us", NAN);
+        calib_note(rep->cal, "ctx_switch_us", NAN);
+    }
     exec_config_t cfg = {
         .mode = (exec_mode_t)pt->serving.mode, .cuda_graphs = pt->serving.cuda_graphs, .coarse = pt->serving.coarse,
         .coarse_reuse = pt->serving.coarse_reuse,
@@ -211,6 +215,8 @@ static int exec_make(const study_point_t *pt, study_rep_t *rep, sim_pool_t *hbm_
         .graph_launch_ps = (sim_ps_t)(rep->cost.graph_launch_s * (double)SIM_PS_PER_S),
         .hw_queues = (uint32_t)pt->serving.hw_queues, .one_stream = pt->serving.session_streams == SCN_STREAMS_ONE,
         .latency_on_device = pt->serving.latency_from == SCN_LATENCY_DEVICE,
+        .timeslice_ps = (sim_ps_t)(rep->cost.timeslice_s * (double)SIM_PS_PER_S),
+        .ctx_switch_ps = (sim_ps_t)(rep->cost.ctx_switch_s * (double)SIM_PS_PER_S),
         .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,
         .timeline_plans = timeline_plans};

@@ -51,6 +51,8 @@
  *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
  *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)
  *   launch_us, copy_launch_us, graph_launch_us  host CPU per kernel launch, copy issue, graph launch
+ *   timeslice_us, ctx_switch_us  separate processes: how long a context keeps the GPU while others
+ *                         wait, and the GPU's idle time when it passes to another context
  *   topk_passes           times top-k reads its scores from HBM (configuration)
  *   sample_us             sampling per step */
 #ifndef ODSIM_MODELS_CALIB_H

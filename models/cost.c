@@ -68,11 +68,13 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
         F("gather_rows_Mps_256MiB", gather_rows_ps[0], 1e6), F("gather_rows_Mps_1GiB", gather_rows_ps[1], 1e6),
         F("gather_rows_Mps_4GiB", gather_rows_ps[2], 1e6), F("gather_rows_Mps_16GiB", gather_rows_ps[3], 1e6),
+        F("gather_warm_rows", gather_warm_rows, 1), F("prefix_gather_latency_us", prefix_latency_s, 1e-6),
+        F("prefix_gather_eff", prefix_eff, 1), F("host_page_bytes", host_page_bytes, 1),
         F("gather_weight", gather_weight, 1), F("gather_duplex_coef", gather_duplex_coef, 1),
         F("kernel_latency_us", kernel_latency_s, 1e-6), F("kernel_mem_eff", kernel_mem_eff, 1),
         F("kernel_compute_eff", kernel_compute_eff, 1), F("gemm_mem_eff", gemm_mem_eff, 1),
         F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
-        F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6),
+        F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6), F("timeslice_us", timeslice_s, 1e-6), F("ctx_switch_us", ctx_switch_s, 1e-6),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
@@ -124,7 +126,7 @@ static void set_uses(plan_op_t *op, const plan_use_t *u, uint8_t n)
 static const char *const gather_row_names[4] = {"gather_rows_Mps_256MiB", "gather_rows_Mps_1GiB",
                                                 "gather_rows_Mps_4GiB", "gather_rows_Mps_16GiB"};
 
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes)
+static double rows_cold_per_s(const cost_t *c, double region_bytes)
 {
     static const double knots[4] = {268435456.0, 1073741824.0, 4294967296.0, 17179869184.0};
     if (region_bytes <= knots[0]) return c->gather_rows_ps[0];
@@ -135,6 +137,18 @@ double cost_gather_rows_per_s(const cost_t *c, double region_bytes)
     return exp(log(c->gather_rows_ps[i]) + f * (log(c->gather_rows_ps[i + 1]) - log(c->gather_rows_ps[i])));
 }
 
+double cost_gather_cold_share(const cost_t *c, double rows)
+{
+    double x = log2(rows / c->gather_warm_rows);
+    return !(x > 0) ? 0 : x >= 1 ? 1 : x;
+}
+
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations)
+{
+    double cold = cost_gather_cold_share(c, translations);
+    return 1.0 / ((1.0 - cold) / c->gather_rows_ps[0] + cold / rows_cold_per_s(c, region_bytes));
+}
+
 /* A kernel running alone at alone_rate (units of its work per second) fills the GPU's SMs. */
 static void sm_share(const cost_t *c, const cost_paths_t *p, double alone_rate, plan_op_t *op)
 {
@@ -142,38 +156,51 @@ static void sm_share(const cost_t *c, const cost_paths_t *p, double alone_rate, 
         op->uses[op->n_uses++] = (plan_use_t){p->sm, c->sm_count / alone_rate};
 }
 
+double cost_gather_translations(const cost_t *c, double pieces, double region_bytes)
+{
+    double pages = region_bytes > 0 ? ceil(region_bytes / c->host_page_bytes) : INFINITY;
+    return fmin(fmax(pieces, 1.0), pages);
+}
+
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
-                   double pieces, double region_bytes, plan_op_t *op)
+                   double pieces, double region_bytes, double translations, plan_op_t *op)
 {
     if (pieces < 1) pieces = 1;
     double piece = bytes / pieces;
     op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
     op->cost.work = bytes;
     op->cost.cap_rate = 0;
-    if (form == COST_SM_GATHER) {
+    if (form == COST_SM_GATHER || form == COST_SM_PREFIX) {
+        bool prefix = form == COST_SM_PREFIX;
+        double eff = prefix ? c->prefix_eff : 1.0;
         op->exec = PLAN_EXEC_GPU;
         set_uses(op, p->gather, p->n_gather);
         double blocks_rate = c->gather_blocks * c->gather_block_Bps;
-        double rows_rate = cost_gather_rows_per_s(c, region_bytes) * piece;
-        op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate);
+        double own = cost_gather_translations(c, pieces, region_bytes);
+        double tlb = translations > own ? translations : own;
+        double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb) * piece * eff;
+        op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
         if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
         /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed
          * by the row rate leaves room for other kernels */
         sm_share(c, p, fmin(op->cost.cap_rate, c->h2d_Bps), op);
-        op->cost.latency_ps = cost_ps(c->gather_latency_s);
+        op->cost.latency_ps = cost_ps(prefix ? c->prefix_latency_s : c->gather_latency_s);
         op->weight = c->gather_weight;
         op->launch_ps = cost_ps(c->launch_s);
         /* note what shaped the prediction: the binding ceiling among the three, and the rest */
-        if (op->cost.cap_rate == c->gather_peak_Bps) calib_note(c->cal, "gather_peak_GBps", piece);
-        if (op->cost.cap_rate == blocks_rate) {
+        if (op->cost.cap_rate == c->gather_peak_Bps * eff) calib_note(c->cal, "gather_peak_GBps", piece);
+        if (op->cost.cap_rate == blocks_rate * eff) {
             calib_note(c->cal, "gather_block_GBps", c->gather_blocks);
             calib_note(c->cal, "gather_blocks", NAN);
         }
         if (rows_rate < op->cost.cap_rate) {
             for (int i = 0; i < 4; i++) calib_note(c->cal, gather_row_names[i], piece);
             if (region_bytes > 17179869184.0) calib_note_outside(c->cal, gather_row_names[3]);
+            calib_note(c->cal, "gather_warm_rows", tlb);
+            calib_note(c->cal, "host_page_bytes", NAN);
         }
-        calib_note(c->cal, "gather_latency_us", NAN);
+        calib_note(c->cal, prefix ? "prefix_gather_latency_us" : "gather_latency_us", NAN);
+        if (prefix) calib_note(c->cal, "prefix_gather_eff", bytes);
         calib_note(c->cal, "gather_weight", NAN);
         calib_note(c->cal, "gather_duplex_coef", NAN);
         calib_note(c->cal, "launch_us", NAN);

@@ -56,7 +56,10 @@ typedef struct cost {
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
     double ce_latency_s, ce_b2b_gap_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
-    double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB */
+    double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB (rows not warm) */
+    double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
+    double prefix_latency_s, prefix_eff; /* COST_SM_PREFIX */
+    double host_page_bytes;    /* host memory's translation unit for the GPU */
     double gather_weight, gather_duplex_coef;
     double kernel_latency_s, kernel_mem_eff, kernel_compute_eff, gemm_mem_eff, gemm_compute_eff;
     double topk_latency_s, gemm_latency_s, sm_count;
@@ -72,6 +75,7 @@ typedef struct cost {
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
+    double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
     double topk_elem_s, topk_block_elems, topk_blocks_per_sm;
 } cost_t;
 
@@ -96,17 +100,29 @@ typedef enum {
     COST_CE = 0,     /* copy engine: one contiguous copy, or `pieces` equal rows of a 2D copy */
     COST_CE_BATCH,   /* copy engine: `pieces` scattered pieces in one batched copy */
     COST_CE_STRIDED, /* copy engine: 2D copies of `pieces` rows in all, each on a host page of its own */
-    COST_SM_GATHER   /* kernel reading mapped host memory: `pieces` rows spread over region_bytes */
+    COST_SM_GATHER,  /* kernel reading mapped host memory: `pieces` rows spread over region_bytes */
+    COST_SM_PREFIX   /* the index fetch's kernel reading each chunk's plane prefixes the same way: the
+                      * gather's rate times prefix_gather_eff, its own fixed time */
 } cost_xfer_t;
 
 /* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
- * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. */
+ * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. An SM gather
+ * re-reads its rows each step: they stay warm while the translations the GPU must keep until then,
+ * `translations` (≤ 0: the gather's own, cost_gather_translations), fit in gather_warm_rows. */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
-                   double pieces, double region_bytes, plan_op_t *op);
+                   double pieces, double region_bytes, double translations, plan_op_t *op);
+/* Address translations (host pages) an SM gather of `pieces` rows over region_bytes touches: one per
+ * row, at most one per host page of the region. */
+double cost_gather_translations(const cost_t *c, double pieces, double region_bytes);
 
-/* The SM gather's rows per second for rows spread over region_bytes: log-log interpolation between
- * the knots, flat outside them (cost_transfer notes a region past 16 GiB as outside the range). */
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes);
+/* The SM gather's rows per second for `rows` rows spread over region_bytes, re-read as a decode step
+ * re-reads its winners: the cold share of the rows at the region's rate (log-log interpolation
+ * between the knots, flat outside them; cost_transfer notes a region past 16 GiB as outside the
+ * range), the warm rest at the 256 MiB knot's, whose translations miss nothing. */
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations);
+/* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to
+ * gather_warm_rows, 1 from twice as many, log-linear between. */
+double cost_gather_cold_share(const cost_t *c, double rows);
 
 /* Fills op for a kernel of op kind `kind` (models/opkind.h) reading/writing `bytes` of HBM and doing
  * `flops` at dtype t, with that kind's own fixed time and HBM efficiency where the catalogs declare

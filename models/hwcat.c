@@ -48,6 +48,11 @@ static const hwp_def_t cost_defs[] = {
     POS("gather_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows spread over 1 GiB"),
     POS("gather_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows spread over 4 GiB"),
     POS("gather_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows spread over 16 GiB"),
+    POS("gather_warm_rows", "rows", "SM gather re-reading its rows: up to this many keep their address translations cached "
+        "(the 256 MiB rate); from twice as many every row pays its region's rate"),
+    NONNEG("prefix_gather_latency_us", "us", "fixed time of the SM index fetch (each chunk's plane prefixes)"),
+    POS("prefix_gather_eff", "", "the SM index fetch's rate against the SM gather's for the same rows"),
+    POS("host_page_bytes", "B", "host memory's page as the GPU translates it (an SM gather's rows on one page share a translation)"),
     POS("gather_weight", "", "max-min weight of SM gather flows"),
     POS("gather_duplex_coef", "", "duplex units an SM-gathered byte consumes"),
     NONNEG("kernel_latency_us", "us", "fixed time of a kernel"),
@@ -93,6 +98,8 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("launch_us", "us", "host CPU time to launch a kernel"),
     NONNEG("copy_launch_us", "us", "host CPU time to issue a copy"),
     NONNEG("graph_launch_us", "us", "host CPU time to launch a CUDA graph of a step"),
+    NONNEG("timeslice_us", "us", "separate processes: how long a context keeps the GPU while others wait"),
+    NONNEG("ctx_switch_us", "us", "separate processes: GPU idle time of a switch to another context"),
     POS("topk_passes", "", "times a top-k kernel reads its scores from HBM"),
     NONNEG("sample_us", "us", "sampling time per step"),
 };

@@ -13,6 +13,7 @@ struct provider {
     method_t *mt;
     bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
     bool layers_only;         /* plans hold the layers alone: no LM head, no sampling */
+    bool gathers_alone;       /* a gather's translations are its own, not the step's */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -67,6 +68,7 @@ void provider_free(provider_t *p)
 const method_t *provider_method(const provider_t *p) { return p->mt; }
 
 void provider_set_layers_only(provider_t *p, bool on) { p->layers_only = on; }
+void provider_set_gathers_alone(provider_t *p, bool on) { p->gathers_alone = on; }
 
 static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
 {
@@ -82,6 +84,8 @@ typedef struct builder {
     provider_t *p;
     plan_t *out;
     err_t *e;
+    double translations;      /* host pages the step's SM gathers touch: each re-reads its rows a step
+                               * later, warm only while all of them fit the GPU's translations */
 } builder_t;
 
 static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
@@ -160,9 +164,9 @@ static int add_combine(builder_t *b, int layer, const method_layer_t *ly, bool e
 static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, bool h2d, double bytes, double pieces,
                         double region, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
 {
-    int stream = !h2d ? STREAM_D2H : form == COST_SM_GATHER ? STREAM_GATHER : STREAM_H2D;
+    int stream = !h2d ? STREAM_D2H : form == COST_SM_GATHER || form == COST_SM_PREFIX ? STREAM_GATHER : STREAM_H2D;
     plan_op_t op = op_new(kind, layer, stream);
-    cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, &op);
+    cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->translations, &op);
     op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
     op.bytes_host = bytes;
     op.bytes_hbm = bytes;
@@ -233,6 +237,23 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
     return ERR_OK;
 }
 
+/* Host pages the SM gathers of every layer of the step touch (index and winners alike). */
+static double step_translations(const provider_t *p, const plan_request_t *req, cost_xfer_t idx_form, cost_xfer_t win_form)
+{
+    const method_t *mt = p->mt;
+    uint32_t nt = req->new_tokens ? req->new_tokens : 1;
+    double sum = 0;
+    for (int l = 0; l < method_llm(mt)->layers; l++) {
+        method_layer_t ly;
+        method_layer(mt, l, req->context_tokens, nt, req->phase == PLAN_PREFILL, &ly);
+        if (idx_form != COST_CE && ly.index_host_bytes > 0)
+            sum += cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
+        if (win_form == COST_SM_GATHER && ly.winner_host_bytes > 0)
+            sum += cost_gather_translations(&p->cost, ly.winner_pieces, ly.kv_region_bytes);
+    }
+    return sum;
+}
+
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = resolve_paths(p, sim, gpu, e);
@@ -243,7 +264,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     bool prefill = req->phase == PLAN_PREFILL;
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
-    builder_t b = {p, out, e};
+    builder_t b = {p, out, e, 0};
     bool dense = c->method == METHOD_DENSE;
     bool exact = dense || (prefill && c->prefill == PREFILL_EXACT);
     bool query_dependent = !prefill && (c->method == METHOD_SPARQ || c->method == METHOD_FATHOM);
@@ -252,8 +273,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     uint32_t *consumer = malloc((size_t)L * sizeof *consumer);
     if (!consumer) return err_set(e, ERR_NOMEM, "provider: out of memory");
     uint32_t prev = UINT32_MAX;
-    cost_xfer_t idx_form = c->index_fetch == FETCH_SM ? COST_SM_GATHER : COST_CE;
+    /* the SM fetches per-query planes with the prefix kernel, other indexes as plain gathers */
+    cost_xfer_t idx_form = c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
     cost_xfer_t win_form = c->fetch == FETCH_SM ? COST_SM_GATHER : COST_CE_BATCH;
+    if (!p->gathers_alone) b.translations = step_translations(p, req, idx_form, win_form);
     for (int l = 0; !rc && l < L; l++) {
         method_layer_t ly;
         method_layer(mt, l, req->context_tokens, nt, prefill, &ly);

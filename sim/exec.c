@@ -66,8 +66,11 @@ typedef struct gpu_wait {
 
 struct gpu {
     int index;
-    ctx_t *owner;            /* processes: context whose kernels hold the GPU */
+    ctx_t *owner;            /* processes: context whose kernels hold the GPU (NULL: idle or switching) */
     uint32_t owner_running;
+    sim_ps_t slice_start;    /* processes: when the owner got the GPU */
+    ctx_t *last_owner;       /* processes: the context the GPU holds the state of */
+    bool switching;          /* processes: passing to the next waiting context */
     gpu_wait_t waits;
     bool iterating;          /* batching: an iteration is running */
     sess_t **ready;          /* batching: sessions waiting for the next iteration */
@@ -521,6 +524,83 @@ static void run_kick_launch(run_t *r)
     }
 }
 
+/* ---- time slicing between separate processes ------------------------------------------------ */
+
+static bool sliced(const exec_t *x, const xop_t *o) { return x->cfg.mode == EXEC_PROCESSES && o->op.exec != PLAN_EXEC_CPU; }
+
+/* The owner's ops start while no other context waits or its slice lasts. */
+static bool gpu_admits(const exec_t *x, const gpu_t *g, const ctx_t *c)
+{
+    if (g->switching || g->owner != c) return false;
+    return g->waits.head >= g->waits.n || sim_now(x->sim) - g->slice_start < x->cfg.timeslice_ps;
+}
+
+static void gpu_wait(exec_t *x, gpu_t *g, xop_t *o)
+{
+    o->waiting_gpu = true;
+    if (push_ptr((void ***)&g->waits.ops, &g->waits.n, &g->waits.cap, o)) fail(x, ERR_NOMEM, "exec: out of memory");
+}
+
+/* Gives the GPU to c with every op of c waiting for it (collected first: starting one may queue
+ * others). An event recorded before a run's first op fires when that op gets the GPU. */
+static void gpu_grant(exec_t *x, gpu_t *g, ctx_t *c)
+{
+    sim_ps_t now = sim_now(x->sim);
+    g->owner = g->last_owner = c;
+    g->slice_start = now;
+    gpu_wait_t *w = &g->waits;
+    size_t n_go = 0, keep = w->head;
+    for (size_t i = w->head; i < w->n; i++) n_go += w->ops[i]->run->ctx == c;
+    xop_t **go = malloc((n_go + 1) * sizeof *go);
+    if (!go) { fail(x, ERR_NOMEM, "exec: out of memory"); return; }
+    n_go = 0;
+    for (size_t i = w->head; i < w->n; i++) {
+        xop_t *wo = w->ops[i];
+        if (wo->run->ctx == c) go[n_go++] = wo;
+        else w->ops[keep++] = wo;
+    }
+    w->n = keep;
+    if (w->head >= w->n) w->head = w->n = 0;
+    g->owner_running += (uint32_t)n_go;
+    for (size_t i = 0; i < n_go; i++) {
+        go[i]->waiting_gpu = false;
+        x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_TIMESLICE] += (double)(now - go[i]->t_ready);
+        if (go[i]->pos == 0) go[i]->run->t_window = now;
+        op_start(go[i]);
+    }
+    free(go);
+}
+
+static void switch_done(sim_t *sim, void *arg)
+{
+    (void)sim;
+    gpu_t *g = arg;
+    g->switching = false;
+    gpu_grant(g->x, g, g->waits.ops[g->waits.head]->run->ctx);
+}
+
+/* Passes the idle GPU to c (o, if any, waits with c's other ops): at once when the GPU holds c's
+ * state or none yet, else after a context switch. */
+static void gpu_pass(exec_t *x, gpu_t *g, ctx_t *c, xop_t *o)
+{
+    if (o) gpu_wait(x, g, o);
+    if (c == g->last_owner || !g->last_owner || x->cfg.ctx_switch_ps == 0) {
+        gpu_grant(x, g, c);
+        return;
+    }
+    err_t e;
+    g->switching = true;
+    if (sim_at(x->sim, sim_now(x->sim) + x->cfg.ctx_switch_ps, switch_done, g, &e)) fail_err(x, &e);
+}
+
+/* The owner has no op in flight: the longest-waiting context gets the GPU, if any. */
+static void gpu_release(exec_t *x, gpu_t *g)
+{
+    if (g->owner_running || g->switching || !g->owner) return;
+    g->owner = NULL;
+    if (g->waits.head < g->waits.n) gpu_pass(x, g, g->waits.ops[g->waits.head]->run->ctx, NULL);
+}
+
 /* ---- running ops ---------------------------------------------------------------------------- */
 
 static void run_complete(run_t *r);
@@ -545,29 +625,9 @@ static void op_finish(xop_t *o)
             .t_launch_ps = o->t_launch, .t_start_ps = o->t_start, .t_end_ps = o->t_end,
             .track = o->op.n_uses ? o->op.uses[0].res : -1};
     }
-    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec != PLAN_EXEC_CPU) {
-        gpu_t *g = r->gpu;
-        if (--g->owner_running == 0) {
-            g->owner = NULL;
-            /* Grant the GPU to the longest-waiting context, with all its waiting kernels. */
-            gpu_wait_t *w = &g->waits;
-            if (w->head < w->n) {
-                ctx_t *next = w->ops[w->head]->run->ctx;
-                size_t keep = w->head;
-                for (size_t i = w->head; i < w->n; i++) {
-                    xop_t *wo = w->ops[i];
-                    if (wo->run->ctx != next) { w->ops[keep++] = wo; continue; }
-                    wo->waiting_gpu = false;
-                    x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_TIMESLICE] += (double)(sim_now(x->sim) - wo->t_ready);
-                    g->owner = next;
-                    g->owner_running++;
-                    op_start(wo);
-                }
-                w->n = keep;
-                if (w->head >= w->n) w->head = w->n = 0;
-            }
-        }
-    }
+    gpu_t *g = r->gpu;
+    bool slice = sliced(x, o);
+    if (slice) g->owner_running--;
     for (uint32_t k = 0; k < o->n_succ; k++) {
         xop_t *s = &r->ops[r->succ[o->succ_first + k]];
         if (--s->pending == 0) {
@@ -576,6 +636,7 @@ static void op_finish(xop_t *o)
             if (s->pos == r->next_launch) run_kick_launch(r);
         }
     }
+    if (slice) gpu_release(x, g);   /* after its successors had their chance within the slice */
     if (++r->n_done == r->n_ops) run_complete(r);
 }
 
@@ -651,15 +712,16 @@ static void op_try_start(xop_t *o)
     o->t_ready = sim_now(x->sim);
     /* Time an op was held back only by its launch is the launch thread's doing. */
     if (o->t_launch > o->t_deps) x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_LAUNCH] += (double)(o->t_launch - o->t_deps);
-    if (x->cfg.mode == EXEC_PROCESSES && o->op.exec != PLAN_EXEC_CPU) {
+    if (sliced(x, o)) {
         gpu_t *g = r->gpu;
-        bool others_waiting = g->waits.head < g->waits.n;
-        if (g->owner && (g->owner != r->ctx || others_waiting)) {
-            o->waiting_gpu = true;
-            if (push_ptr((void ***)&g->waits.ops, &g->waits.n, &g->waits.cap, o)) fail(x, ERR_NOMEM, "exec: out of memory");
+        if (!g->owner && !g->switching && g->waits.head >= g->waits.n) {
+            gpu_pass(x, g, r->ctx, o);
             return;
         }
-        g->owner = r->ctx;
+        if (!gpu_admits(x, g, r->ctx)) {
+            gpu_wait(x, g, o);
+            return;
+        }
         g->owner_running++;
     }
     op_start(o);

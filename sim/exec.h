@@ -10,8 +10,9 @@
  *   - an op starts when launched, its predecessors are done and the previous op of its stream is done;
  *     it then runs as one fluid flow over its resources (sim/sim.h);
  *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their GPU work,
- *     kernels and copies alike, is time-sliced (contexts never overlap; granted first come, first
- *     served): on the measured H200, 16 processes looping steps scale 16.3x, not less;
+ *     kernels and copies alike, is time-sliced: contexts never overlap; the owner's ops start while
+ *     no other context waits or its slice (timeslice_ps) lasts; then, once its ops in flight are
+ *     done (ops are not preempted), the longest-waiting context gets the GPU after ctx_switch_ps;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
  *     share one launch thread per GPU (a serving process per GPU), MPS clients have one each;
  *   - a context has a few hardware work queues (exec_config_t.hw_queues, CUDA's default 8); streams
@@ -64,6 +65,9 @@ typedef struct exec_config {
                                   * robin as first used, so beyond this many streams share a queue,
                                   * which starts its ops in issue order. Not with batching. */
     bool one_stream;             /* each session's ops all on one stream (no overlap within a session) */
+    sim_ps_t timeslice_ps;       /* processes: a context keeps the GPU this long while others wait
+                                  * (0: hand it over after every op) */
+    sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context */
     bool latency_on_device;      /* a plan's latency runs from when an event recorded in its stream
                                   * before its first op fires (CUDA events, kbench): its beginning, or
                                   * later when that op waited behind its hardware queue */

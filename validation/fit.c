@@ -683,6 +683,133 @@ static int gather_model(const fit_t *f, const calib_t *seed, gmodel_t *g, err_t 
     return rc;
 }
 
+/* The cold share of n re-read rows: none up to warm rows, all from twice as many (log-linear). */
+static double cold_share(double n, double lw)
+{
+    double x = log2(n) - lw;
+    return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
+/* A re-read gather's time with log2 warm rows lw: its cold rows at the region's row rate, the warm
+ * ones at 256 MiB's (cost_gather_rows_per_s), under the peak and block ceilings. */
+static double reread_us(const gmodel_t *g, const kbrow_t *r, double lw)
+{
+    double m = cold_share(r->pieces, lw), piece = r->bytes_moved / r->pieces;
+    double rows_ps = 1.0 / ((1.0 - m) / g->rows_ps[0] + m / rows_at(g->rows_ps, r->region_bytes));
+    double cap = g->peak_GBps;
+    if (r->blocks > 0) cap = fmin(cap, r->blocks * g->block_GBps);
+    return g->lat_us + r->bytes_moved / (fmin(cap, rows_ps * piece * 1e-9) * 1e3);
+}
+
+/* Re-read gathers by row count (link suite, variant v2_rows: 256 B rows, one set of rows read again
+ * every repetition, regions past 256 MiB, where the cold share matters): the model's time against the
+ * measured one, relative least squares over log2 warm on a 0.001 grid; its standard error from the
+ * profile where SS <= SSmin·(1 + 1/(n-1)) (Delta chi^2 = 1, sigma^2 = SSmin/(n-1)). The ramp's width,
+ * one doubling, is not fitted: the row counts measured are a doubling apart. */
+static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    sel_t s = {0};
+    int rc = ERR_OK;
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_SM_GATHER) && alone(r) && !strcmp(r->variant, "v2_rows") && r->pieces > 0 &&
+            r->bytes_moved > 0 && r->region_bytes > 268435456.0 * 1.01 && r->t_med_us > 0) {
+            rc = sel_add(&s, r);
+            lo = fmin(lo, r->pieces);
+            hi = fmax(hi, r->pieces);
+        }
+    }
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (s.n < 3) {
+        note(f, "gather_warm_rows: not determined (%zu sm_gather v2_rows rows past 256 MiB)", s.n);
+        free(s.v);
+        return ERR_OK;
+    }
+    gmodel_t g;
+    rc = gather_model(f, seed, &g, e);
+    size_t ng = (size_t)ceil((log2(hi) - log2(lo)) / 0.001) + 1;
+    double *ss = malloc(ng * sizeof *ss), best = INFINITY, bw = NAN;
+    if (!rc && !ss) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    for (size_t a = 0; !rc && a < ng; a++) {
+        double lw = log2(lo) + 0.001 * (double)a, v = 0;
+        for (size_t i = 0; i < s.n; i++) v += pow(reread_us(&g, s.v[i], lw) / s.v[i]->t_med_us - 1, 2);
+        ss[a] = v;
+        if (v < best) best = v, bw = lw;
+    }
+    double wlo = INFINITY, whi = -INFINITY;
+    for (size_t a = 0; !rc && a < ng; a++)
+        if (ss[a] <= best * (1.0 + 1.0 / (double)(s.n - 1)) + 1e-12) {
+            wlo = fmin(wlo, log2(lo) + 0.001 * (double)a);
+            whi = fmax(whi, log2(lo) + 0.001 * (double)a);
+        }
+    free(ss);
+    double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
+    if (!rc && (!pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!rc) {
+        put(f, "gather_warm_rows", exp2(bw), exp2(bw) * log(2.0) * (whi - wlo) / 2, lo, hi, s.v, s.n,
+            "re-read 256 B gathers past 256 MiB: cold share clamp(log2(rows/warm), 0, 1) at the region's row "
+            "rate, the rest at 256 MiB's; relative least squares on a 0.001 grid of log2 warm, standard error "
+            "from the profile at Delta chi^2 = 1");
+        for (size_t i = 0; i < s.n; i++) {
+            pred[i] = reread_us(&g, s.v[i], bw);
+            meas[i] = s.v[i]->t_med_us;
+        }
+        resid(f, "sm_gather_reread_rows", pred, meas, s.n);
+    }
+    free(pred);
+    free(meas);
+    free(s.v);
+    return rc;
+}
+
+/* The SM index fetch (kbench's prefix kernel: index_fetch rows of variant sm): t = lat + bytes/(eff·R),
+ * R the gather's rate min(peak, blocks·block) for its rows (at n ≤ 256K the prefixes, ≥ 200 B over
+ * ≤ 256 MiB, leave the row rate unbound), WLS 1/t²: the intercept and the slope's inverse. */
+static int fit_prefix(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    sel_t s = {0};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (is_op(r, OPKIND_INDEX_FETCH) && alone(r) && !strcmp(r->variant, "sm") && r->bytes_moved > 0 && r->t_med_us > 0)
+            rc = sel_add(&s, r);
+    }
+    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    gmodel_t g;
+    rc = gather_model(f, seed, &g, e);
+    if (!rc && s.n < 3) note(f, "prefix_gather_*: not determined (%zu index_fetch sm rows)", s.n);
+    double *X = malloc(2 * s.n * sizeof *X + 1), *y = malloc(s.n * sizeof *y + 1), *w = malloc(s.n * sizeof *w + 1);
+    double *pred = malloc(s.n * sizeof *pred + 1);
+    if (!rc && (!X || !y || !w || !pred)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    for (size_t i = 0; !rc && s.n >= 3 && i < s.n; i++) {
+        const kbrow_t *r = s.v[i];
+        double R = r->blocks > 0 ? fmin(g.peak_GBps, r->blocks * g.block_GBps) : g.peak_GBps;
+        X[2 * i] = 1;
+        X[2 * i + 1] = r->bytes_moved / (R * 1e3);   /* µs at the gather's rate */
+        y[i] = r->t_med_us;
+        w[i] = 1.0 / (y[i] * y[i]);
+    }
+    if (!rc && s.n >= 3) rc = lsq_wlinear("SM index fetch t = lat + bytes/(eff*R)", X, y, w, s.n, 2, &lf, e);
+    if (!rc && s.n >= 3) {
+        double lo, hi, eff = 1.0 / lf.coef[1];
+        range_of(&s, get_bytes, &lo, &hi);
+        put(f, "prefix_gather_latency_us", lf.coef[0] > 0 ? lf.coef[0] : 0, lf.se[0], lo, hi, s.v, s.n,
+            "SM index fetch t = lat + bytes/(eff*gather rate), WLS 1/t^2 (the intercept)");
+        put(f, "prefix_gather_eff", eff, lf.se[1] * eff * eff, lo, hi, s.v, s.n,
+            "SM index fetch t = lat + bytes/(eff*gather rate), WLS 1/t^2 (the slope's inverse)");
+        for (size_t i = 0; i < s.n; i++) pred[i] = lf.coef[0] + lf.coef[1] * X[2 * i + 1];
+        resid(f, "index_fetch_sm", pred, y, s.n);
+    }
+    free(X);
+    free(y);
+    free(w);
+    free(pred);
+    free(s.v);
+    return rc;
+}
+
 static bool has_variant(const sel_t *rows, int kind, const char *variant)
 {
     for (size_t i = 0; i < rows->n; i++)
@@ -1441,6 +1568,59 @@ static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *varia
     return rc;
 }
 
+static double get_procs(const kbrow_t *r) { return r->procs; }
+
+/* Time slicing between separate contexts (op timeslice, variants run and gap, N = procs): a
+ * context's runs between switch-outs are the slice T, its switch-outs with N contexts last
+ * gap = (N-1)·T + N·c. T: the mean of the run rows' medians; c: the mean over the gap rows of
+ * (gap - (N-1)·T)/N; standard errors from their spread (n - 1). */
+static int fit_timeslice(fit_t *f, const sel_t *rows, err_t *e)
+{
+    sel_t run = {0}, gap = {0};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (!is_op(r, OPKIND_TIMESLICE) || !(r->procs >= 2) || !(r->t_med_us > 0)) continue;
+        if (!strcmp(r->variant, "run")) rc = sel_add(&run, r);
+        else if (!strcmp(r->variant, "gap")) rc = sel_add(&gap, r);
+    }
+    if (rc) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (!rc && (!run.n || !gap.n))
+        note(f, "timeslice_us, ctx_switch_us: not determined (no timeslice run and gap rows)");
+    if (!rc && run.n && gap.n) {
+        double T = 0, T2 = 0, c = 0, c2 = 0, lo, hi;
+        for (size_t i = 0; i < run.n; i++) T += run.v[i]->t_med_us / (double)run.n;
+        for (size_t i = 0; i < run.n; i++) T2 += pow(run.v[i]->t_med_us - T, 2);
+        double *pred = malloc(gap.n * sizeof *pred), *meas = malloc(gap.n * sizeof *meas);
+        if (!pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        for (size_t i = 0; !rc && i < gap.n; i++) {
+            double N = gap.v[i]->procs;
+            c += (gap.v[i]->t_med_us - (N - 1) * T) / N / (double)gap.n;
+        }
+        for (size_t i = 0; !rc && i < gap.n; i++) {
+            double N = gap.v[i]->procs;
+            c2 += pow((gap.v[i]->t_med_us - (N - 1) * T) / N - c, 2);
+            pred[i] = (N - 1) * T + N * c;
+            meas[i] = gap.v[i]->t_med_us;
+        }
+        range_of(&run, get_procs, &lo, &hi);
+        double se_T = run.n > 1 ? sqrt(T2 / (double)(run.n - 1) / (double)run.n) : NAN;
+        double se_c = gap.n > 1 ? sqrt(c2 / (double)(gap.n - 1) / (double)gap.n) : NAN;
+        if (!rc) {
+            put(f, "timeslice_us", T, se_T, lo, hi, run.v, run.n,
+                "time-sliced contexts: a context's median run between switch-outs, mean over the process counts");
+            put(f, "ctx_switch_us", c > 0 ? c : 0, se_c, lo, hi, gap.v, gap.n,
+                "time-sliced contexts: switch-out gap = (N-1)*slice + N*switch, mean over the process counts");
+            resid(f, "timeslice_gap", pred, meas, gap.n);
+        }
+        free(pred);
+        free(meas);
+    }
+    free(run.v);
+    free(gap.v);
+    return rc;
+}
+
 /* Graph replays by node count: t = launch + nodes·per_node; the launch is graph_launch_us. */
 static int fit_graph(fit_t *f, const sel_t *rows, err_t *e)
 {
@@ -1516,6 +1696,8 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
                                 "(per-piece latency and piece-size efficiency fitted as one parameter)", "ce_batch", e);
     if (!rc) rc = fit_gather_latency(f, &rows, e);
     if (!rc) rc = fit_gather(f, &rows, seed, e);
+    if (!rc) rc = fit_gather_tlb(f, &rows, seed, e);
+    if (!rc) rc = fit_prefix(f, &rows, seed, e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
                                 "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms "
                                 "(latency and bandwidth from the CE fit: every 2D row moves the same bytes)",
@@ -1530,6 +1712,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     else if (!rc)
         note(f, "copy_launch_us: not determined (no launch/copy_enqueue rows)");
     if (!rc) rc = fit_graph(f, &rows, e);
+    if (!rc) rc = fit_timeslice(f, &rows, e);
     /* kbench's planner rows carry no bytes: their time is the planner's fixed time. */
     if (!rc && hwcat_param_unit("wf_plan_latency_us")) {
         rc = fit_overhead(f, &rows, OPKIND_WF_PLAN, NULL, "wf_plan_latency_us", e);

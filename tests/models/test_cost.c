@@ -164,7 +164,7 @@ Test(cost, strided_2d_rows_cost_their_own)
         plan_op_t op;
         sim_ps_t alone;
         memset(&op, 0, sizeof op);
-        cost_transfer(&c, &paths, cases[i].form, true, bytes, rows, 0, &op);
+        cost_transfer(&c, &paths, cases[i].form, true, bytes, rows, 0, 0, &op);
         cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
         double expect = lat + rows * cases[i].row_s + bytes / link;
         cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "form %d: %g vs %g", i, (double)alone * 1e-12, expect);
@@ -285,6 +285,106 @@ Test(cost, gemm_ops_pay_a_fixed_time_per_kernel)
     }
     cr_expect_eq(seen[0], 36);
     cr_expect_eq(seen[1], 36);
+    plan_free(&plan);
+    provider_free(p);
+    th_machine_free(&t);
+}
+
+/* A gather re-reading its rows: none cold up to gather_warm_rows, all from twice as many, log-linear
+ * between; the translations of n rows over a region are min(n, its 4 KiB pages). */
+Test(cost, reread_rows_turn_cold_past_the_warm_count)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_warm_rows", 1000);
+    cost_t c;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_expect_float_eq(cost_gather_cold_share(&c, 1000), 0, 1e-12);
+    cr_expect_float_eq(cost_gather_cold_share(&c, 2000), 1, 1e-12);
+    cr_expect_float_eq(cost_gather_cold_share(&c, 1000 * sqrt(2.0)), 0.5, 1e-12);
+    cr_expect_float_eq(cost_gather_translations(&c, 100, 1 << 20), 100, 0);       /* 256 pages */
+    cr_expect_float_eq(cost_gather_translations(&c, 100000, 1 << 20), 256, 0);
+    /* half cold at 4 GiB: 1/rate = 0.5/r(256 MiB) + 0.5/r(4 GiB) */
+    double r0 = get(t.cal, "gather_rows_Mps_256MiB") * 1e6, r2 = get(t.cal, "gather_rows_Mps_4GiB") * 1e6;
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0)), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
+    th_machine_free(&t);
+}
+
+/* The step's SM gathers share the translations: Fathom at 1M with k = 2048 and winners gathered by
+ * the SMs re-reads 8·2048 = 16384 rows per layer; one layer's stay warm under 20000 warm rows, while
+ * 36 layers' (589824 rows) are all cold, unless the gathers are timed alone. */
+Test(cost, a_steps_gathers_share_the_translations)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_warm_rows", 20000);
+    cost_t c;
+    cost_paths_t paths;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm";
+    double region = 1048576.0 * 8 * 512, warm = 1 / get(t.cal, "gather_rows_Mps_256MiB") * 1e-6;
+    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9);
+    for (int alone = 0; alone < 2; alone++)
+        for (int layers = 1; layers <= 36; layers += 35) {
+            t.m.layers = layers;
+            plan_t plan;
+            provider_t *p = th_provider(&t, yaml);
+            provider_set_layers_only(p, true);
+            provider_set_gathers_alone(p, alone);
+            plan_init(&plan);
+            plan_request_t req = {PLAN_DECODE, 1048576, 1, 0};
+            cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+            bool want_cold = layers == 36 && !alone;
+            int seen = 0;
+            for (uint32_t i = 0; i < plan.n_ops; i++) {
+                const plan_op_t *op = &plan.ops[i];
+                if (op->kind != OPKIND_WINNER_FETCH) continue;
+                seen++;
+                double piece = 512, per_row = 0;   /* the rows use: seconds per byte = 1/(rows/s · piece) */
+                for (uint32_t u = 0; u < op->n_uses; u++)
+                    if (op->uses[u].res == paths.rows) per_row = op->uses[u].coef * piece;
+                cr_expect_float_eq(per_row, want_cold ? cold : warm, 1e-3 * cold, "layers %d alone %d: %g s/row", layers,
+                                   alone, per_row);
+            }
+            cr_expect_eq(seen, layers);
+            plan_free(&plan);
+            provider_free(p);
+        }
+    th_machine_free(&t);
+}
+
+/* The SM index fetch (Fathom's plane prefixes): the gather's ceilings times prefix_gather_eff, its own
+ * fixed time. */
+Test(cost, sm_index_fetch_is_the_prefix_kernel)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "prefix_gather_eff", 0.5);
+    set(t.cal, "prefix_gather_latency_us", 11);
+    cost_t c;
+    cost_paths_t paths;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    plan_op_t g, pf;
+    memset(&g, 0, sizeof g);
+    memset(&pf, 0, sizeof pf);
+    cost_transfer(&c, &paths, COST_SM_GATHER, true, 1 << 24, 4096, 1 << 26, 0, &g);
+    cost_transfer(&c, &paths, COST_SM_PREFIX, true, 1 << 24, 4096, 1 << 26, 0, &pf);
+    cr_expect_float_eq(pf.cost.cap_rate, 0.5 * g.cost.cap_rate, 1e-6 * g.cost.cap_rate);
+    cr_expect_eq(pf.cost.latency_ps, 11 * SIM_PS_PER_US);
+    plan_t plan;
+    provider_t *p = build(&t, "method: fathom\nplacement: host\nindex_fetch: sm", 65536, &plan);
+    int fetches = 0;
+    for (uint32_t i = 0; i < plan.n_ops; i++)
+        if (plan.ops[i].kind == OPKIND_INDEX_FETCH) {
+            fetches++;
+            cr_expect_eq(plan.ops[i].cost.latency_ps, 11 * SIM_PS_PER_US);
+        }
+    cr_expect_eq(fetches, 36);
     plan_free(&plan);
     provider_free(p);
     th_machine_free(&t);

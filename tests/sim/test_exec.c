@@ -155,6 +155,34 @@ Test(exec, processes_time_slice_kernels)
     }
 }
 
+/* Time slices: two processes, each a chain of four 1 s ops on a resource of its own, a 2.5 s slice
+ * and a 0.5 s switch. A runs A1..A3 (0..3 s; A4 would start past its slice with B waiting), the
+ * switch, B1..B3 (3.5..6.5), the switch, A4 (7..8), the switch, B4 (8.5..9.5). A's step: 8 s; B's:
+ * 9.5 s from its beginning, 6 s from its first op's start (an event before it fires then). */
+Test(exec, processes_take_time_slices_and_pay_switches)
+{
+    for (int dev = 0; dev < 2; dev++) {
+        world_t w;
+        world_init(&w, EXEC_PROCESSES, 0);
+        exec_free(w.x);
+        exec_config_t cfg = {.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                             .timeslice_ps = 2500000 * SIM_PS_PER_US, .ctx_switch_ps = 500000 * SIM_PS_PER_US,
+                             .latency_on_device = dev};
+        err_t e;
+        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+        w.toy.n_ops = 4;
+        toy_t toys[2];
+        add_sessions(&w, 2, toys, 1);
+        toys[1].res = w.other;
+        world_run(&w);
+        const exec_stats_t *st = exec_stats(w.x);
+        cr_assert_float_eq(st->last_token_s, 9.5, 1e-9);
+        cr_assert_float_eq(hist_max(st->step_s), dev ? 8.0 : 9.5, 1e-9);
+        cr_assert_float_eq(hist_min(st->step_s), dev ? 6.0 : 8.0, 1e-9);
+        world_free(&w);
+    }
+}
+
 /* Lockstep batching: N sessions whose single op carries one merge key read the shared bytes once. */
 Test(exec, batch_merge_reads_shared_bytes_once)
 {

@@ -29,7 +29,8 @@ void synth_default(synth_truth_t *t)
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
-                         .ce2d_page_row_ns = 9};
+                         .ce2d_page_row_ns = 9, .timeslice_us = 2000, .ctx_switch_us = 150, .gather_warm_rows = 37000,
+                         .prefix_latency_us = 10, .prefix_eff = 0.86};
 }
 
 typedef struct out {
@@ -206,6 +207,24 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             big, tg2, 0, "", 2, -1);
         row(&o, "link", "d2h_copy", "mix_gather_d2h", -1, -1, big, -1, 1, -1, "mix:gather+d2h", big, td, 1, "", 2, -1);
     }
+    /* Re-read 256 B gathers by row count: the cold share clamp(log2(rows/warm), 0, 1) of the rows at
+     * the region's rate, the rest at 256 MiB's. */
+    for (double region = 256 * MIB; region <= 16 * GIB; region *= 4)
+        for (double n = 4096; n <= 262144; n *= 2) {
+            double m = fmin(1, fmax(0, log2(n / t->gather_warm_rows)));
+            double rows_ps = 1 / ((1 - m) / rows_at(t, 0) + m / rows_at(t, region));
+            double GBps = fmin(fmin(t->gather_peak_GBps, 528 * t->gather_block_GBps), rows_ps * 256 * 1e-9);
+            row(&o, "link", "sm_gather", "v2_rows", -1, -1, 256, region, n, 528, "alone", n * 256,
+                t->gather_latency_us + n * 256 / (GBps * 1e3), -1, "", 1, -1);
+        }
+    /* Time slices of 2 and 3 contexts: runs of one slice, switch-outs of (N-1) slices and N switches. */
+    for (int N = 2; N <= 3; N++) {
+        char pol[16];
+        snprintf(pol, sizeof pol, "procs:%d", N);
+        row(&o, "link", "timeslice", "run", -1, -1, -1, -1, 300, -1, pol, -1, t->timeslice_us, -1, "", -1, N);
+        row(&o, "link", "timeslice", "gap", -1, -1, -1, -1, 300, -1, pol, -1,
+            (N - 1) * t->timeslice_us + N * t->ctx_switch_us, -1, "", -1, N);
+    }
     int bad = fclose(o.fp) != 0;
     /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
     o.fp = open_csv(dir, "kernels.csv", "kernels", device);
@@ -252,6 +271,12 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "kernels", "index_fetch", "ce2d", n, -1, -1, n * 8 * 64, copies, -1, "alone", bytes,
             t->ce_latency_us + (copies - 1) * fmax(t->ce_b2b_gap_us, 2.0) + rows_ * t->ce2d_page_row_ns * 1e-3 +
                 bytes / (t->h2d_GBps * 1e3), -1, "fathom", 1, -1);
+    }
+    /* The SM index fetch: the gather's peak times prefix_eff, its own fixed time. */
+    for (double n = 4096; n <= 262144; n *= 4) {
+        double bytes = n * 8 * 7.1, GBps = t->prefix_eff * fmin(t->gather_peak_GBps, 528 * t->gather_block_GBps);
+        row(&o, "kernels", "index_fetch", "sm", n, -1, -1, n * 8 * 64, -1, 528, "alone", bytes,
+            t->prefix_latency_us + bytes / (GBps * 1e3), -1, "fathom", 1, -1);
     }
     o.chunk = 0;
     /* The split-K combine by split count, cold and with its partials in L2; where the partial kernel

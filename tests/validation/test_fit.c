@@ -112,6 +112,11 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     /* kbench's "l2" rows past the L2 left out: with them the fit would drift towards the cold values */
     near(f, "attn_combine_l2_latency_us", t.combine_l2_latency_us, 0.02);
     near(f, "attn_combine_l2_split_ns", t.combine_l2_split_ns, 0.02);
+    near(f, "timeslice_us", t.timeslice_us, 0);
+    near(f, "ctx_switch_us", t.ctx_switch_us, 0.01);
+    near(f, "gather_warm_rows", t.gather_warm_rows, 0.01);
+    near(f, "prefix_gather_latency_us", t.prefix_latency_us, 0.01);
+    near(f, "prefix_gather_eff", t.prefix_eff, 0.002);
     cr_assert_float_eq(fit_find(f, "gather_blocks")->value, 528, 0);
     cr_assert_float_eq(fit_find(f, "ce_weight")->value, 1, 0);
     cr_assert_null(fit_find(f, "gather_latency_us"), "not identifiable from equal payloads");
