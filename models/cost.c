@@ -196,8 +196,10 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         if (rows_rate < op->cost.cap_rate) {
             for (int i = 0; i < 4; i++) calib_note(c->cal, gather_row_names[i], piece);
             if (region_bytes > 17179869184.0) calib_note_outside(c->cal, gather_row_names[3]);
-            calib_note(c->cal, "gather_warm_rows", tlb);
-            calib_note(c->cal, "host_page_bytes", NAN);
+            if (isfinite(tlb)) {
+                calib_note(c->cal, "gather_warm_rows", tlb);
+                calib_note(c->cal, "host_page_bytes", NAN);
+            }
         }
         calib_note(c->cal, prefix ? "prefix_gather_latency_us" : "gather_latency_us", NAN);
         if (prefix) calib_note(c->cal, "prefix_gather_eff", bytes);

@@ -107,8 +107,9 @@ typedef enum {
 
 /* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
  * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. An SM gather
- * re-reads its rows each step: they stay warm while the translations the GPU must keep until then,
- * `translations` (≤ 0: the gather's own, cost_gather_translations), fit in gather_warm_rows. */
+ * that re-reads its rows keeps their translations while those the GPU must hold until then,
+ * `translations` (≤ 0: the gather's own, cost_gather_translations; INFINITY: cold), fit in
+ * gather_warm_rows. */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, double translations, plan_op_t *op);
 /* Address translations (host pages) an SM gather of `pieces` rows over region_bytes touches: one per

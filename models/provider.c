@@ -84,8 +84,7 @@ typedef struct builder {
     provider_t *p;
     plan_t *out;
     err_t *e;
-    double translations;      /* host pages the step's SM gathers touch: each re-reads its rows a step
-                               * later, warm only while all of them fit the GPU's translations */
+    double translations;      /* cost_transfer's: 0 (a gather's own, as alone) or INFINITY (cold) */
 } builder_t;
 
 static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
@@ -237,23 +236,6 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
     return ERR_OK;
 }
 
-/* Host pages the SM gathers of every layer of the step touch (index and winners alike). */
-static double step_translations(const provider_t *p, const plan_request_t *req, cost_xfer_t idx_form, cost_xfer_t win_form)
-{
-    const method_t *mt = p->mt;
-    uint32_t nt = req->new_tokens ? req->new_tokens : 1;
-    double sum = 0;
-    for (int l = 0; l < method_llm(mt)->layers; l++) {
-        method_layer_t ly;
-        method_layer(mt, l, req->context_tokens, nt, req->phase == PLAN_PREFILL, &ly);
-        if (idx_form != COST_CE && ly.index_host_bytes > 0)
-            sum += cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
-        if (win_form == COST_SM_GATHER && ly.winner_host_bytes > 0)
-            sum += cost_gather_translations(&p->cost, ly.winner_pieces, ly.kv_region_bytes);
-    }
-    return sum;
-}
-
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = resolve_paths(p, sim, gpu, e);
@@ -276,7 +258,11 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     /* the SM fetches per-query planes with the prefix kernel, other indexes as plain gathers */
     cost_xfer_t idx_form = c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
     cost_xfer_t win_form = c->fetch == FETCH_SM ? COST_SM_GATHER : COST_CE_BATCH;
-    if (!p->gathers_alone) b.translations = step_translations(p, req, idx_form, win_form);
+    /* A step's gathers find their rows' translations cold: the winners change from step to step,
+     * top-k hands them over in a different order each time, and a model's layers touch far more host
+     * pages than the GPU caches. Only a gather that re-reads the same rows in the same order, alone,
+     * keeps them (up to gather_warm_rows). */
+    b.translations = p->gathers_alone ? 0 : INFINITY;
     for (int l = 0; !rc && l < L; l++) {
         method_layer_t ly;
         method_layer(mt, l, req->context_tokens, nt, prefill, &ly);

@@ -63,8 +63,9 @@ const method_t *provider_method(const provider_t *p);
 /* Plans of the layers alone, without the per-step LM head and sampling (what kbench times as a
  * layer step). */
 void provider_set_layers_only(provider_t *p, bool on);
-/* Each SM gather's rows stay warm as if it ran alone, not behind the step's other host reads (what
- * kbench times when it times a gather on its own). */
+/* Each SM gather re-reads the same rows in the same order with nothing in between, as kbench times a
+ * gather on its own: their address translations stay cached up to gather_warm_rows (in a step they
+ * are cold). */
 void provider_set_gathers_alone(provider_t *p, bool on);
 
 #endif
