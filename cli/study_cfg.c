@@ -89,6 +89,8 @@ static const cfg_param_t run_params[] = {
     P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000, "independent replications (intervals are over them)"),
     P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,
       "with several replications, draw fitted parameters from N(value, stderr) per replication"),
+    P("jitter", CFG_T_BOOL, scn_run_t, jitter, "false", 1, 0,
+      "each op's time varies as kbench measured: median its time alone t, p99 jitter_us + jitter_rel*t above (an exponential tail)"),
 };
 
 static const char *const probe_whats[] = {"op", "layer_step", "session_step", NULL};

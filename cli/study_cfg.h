@@ -63,6 +63,7 @@ typedef struct scn_run {
     double duration_s, warmup_s;
     int64_t seed, replications;
     bool sample_calibration;
+    bool jitter;                   /* ops' times vary as measured (jitter_us, jitter_rel) */
 } scn_run_t;
 
 typedef struct scn_probe {

@@ -91,6 +91,6 @@ int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *c
 /* Seeds of replication k: workload and plans streams are separate and common to every point
  * (common random numbers across compared configurations). */
 uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream);
-enum { STUDY_STREAM_WORKLOAD = 1, STUDY_STREAM_PLANS = 2, STUDY_STREAM_CALIB = 3 };
+enum { STUDY_STREAM_WORKLOAD = 1, STUDY_STREAM_PLANS = 2, STUDY_STREAM_CALIB = 3, STUDY_STREAM_JITTER = 4 };
 
 #endif

@@ -196,12 +196,17 @@ static int weights_place(const study_point_t *pt, sim_t *sim, err_t *e)
     return ERR_OK;
 }
 
-static int exec_make(const study_point_t *pt, study_rep_t *rep, sim_pool_t *hbm_pools, uint32_t timeline_plans, err_t *e)
+static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_pool_t *hbm_pools, uint32_t timeline_plans,
+                     err_t *e)
 {
     for (int g = 0; g < pt->hw.gpus; g++) {
         char name[64];
         snprintf(name, sizeof name, "gpu%d.hbm_mem", g);
         hbm_pools[g] = sim_pool_find(rep->sim, name);
+    }
+    if (pt->run.jitter) {
+        calib_note(rep->cal, "jitter_us", NAN);
+        calib_note(rep->cal, "jitter_rel", NAN);
     }
     if (pt->serving.mode == EXEC_PROCESSES) {   /* the GPU's time slicing shapes every prediction */
         calib_note(rep->cal, "timeslice_us", NAN);
@@ -217,6 +222,8 @@ static int exec_make(const study_point_t *pt, study_rep_t *rep, sim_pool_t *hbm_
         .latency_on_device = pt->serving.latency_from == SCN_LATENCY_DEVICE,
         .timeslice_ps = (sim_ps_t)(rep->cost.timeslice_s * (double)SIM_PS_PER_S),
         .ctx_switch_ps = (sim_ps_t)(rep->cost.ctx_switch_s * (double)SIM_PS_PER_S),
+        .jitter_abs_s = pt->run.jitter ? rep->cost.jitter_s : 0, .jitter_rel = pt->run.jitter ? rep->cost.jitter_rel : 0,
+        .jitter_seed = study_seed(pt, k, STUDY_STREAM_JITTER),
         .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,
         .timeline_plans = timeline_plans};
@@ -509,7 +516,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     if (!rc) rc = cost_init(&rep->cost, rep->cal, e);
     if (!rc) rc = weights_place(pt, rep->sim, e);
     const char *timeline = k == 0 && opts ? opts->timeline_path : NULL;
-    if (!rc) rc = exec_make(pt, rep, pools, timeline ? opts->timeline_plans : 0, e);
+    if (!rc) rc = exec_make(pt, k, rep, pools, timeline ? opts->timeline_plans : 0, e);
     free(pools);
     rep->warmup_s = pt->run.warmup_s < pt->run.duration_s ? pt->run.warmup_s : 0;
     if (!rc && pt->wl.kind != SCN_WL_PROBE) rc = samplers_start(rep, pt->run.duration_s, e);

@@ -53,6 +53,7 @@
  *   launch_us, copy_launch_us, graph_launch_us  host CPU per kernel launch, copy issue, graph launch
  *   timeslice_us, ctx_switch_us  separate processes: how long a context keeps the GPU while others
  *                         wait, and the GPU's idle time when it passes to another context
+ *   jitter_us, jitter_rel  run.jitter: an op's p99 exceeds its median by jitter_us + jitter_rel·t
  *   topk_passes           times top-k reads its scores from HBM (configuration)
  *   sample_us             sampling per step */
 #ifndef ODSIM_MODELS_CALIB_H

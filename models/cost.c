@@ -75,6 +75,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("kernel_compute_eff", kernel_compute_eff, 1), F("gemm_mem_eff", gemm_mem_eff, 1),
         F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6), F("timeslice_us", timeslice_s, 1e-6), F("ctx_switch_us", ctx_switch_s, 1e-6),
+        F("jitter_us", jitter_s, 1e-6), F("jitter_rel", jitter_rel, 1),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),

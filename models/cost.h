@@ -76,6 +76,7 @@ typedef struct cost {
     double split_blocks_per_sm, split_min_rows;
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
     double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
+    double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
     double topk_elem_s, topk_block_elems, topk_blocks_per_sm;
 } cost_t;
 

@@ -100,6 +100,8 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("graph_launch_us", "us", "host CPU time to launch a CUDA graph of a step"),
     NONNEG("timeslice_us", "us", "separate processes: how long a context keeps the GPU while others wait"),
     NONNEG("ctx_switch_us", "us", "separate processes: GPU idle time of a switch to another context"),
+    NONNEG("jitter_us", "us", "run.jitter: an op's p99 exceeds its median by jitter_us + jitter_rel*t"),
+    NONNEG("jitter_rel", "", "run.jitter: see jitter_us"),
     POS("topk_passes", "", "times a top-k kernel reads its scores from HBM"),
     NONNEG("sample_us", "us", "sampling time per step"),
 };

@@ -130,6 +130,7 @@ struct exec {
     size_t n_timeline, cap_timeline;
     sim_pool_t *hbm_pool;
     run_t *runs;             /* in flight (freed by exec_free when the simulation stops first) */
+    uint64_t jitter_state;   /* SplitMix64 state of the ops' jitter */
     sess_t **arriving;       /* sessions arrived at this instant, admitted together by id */
     size_t n_arriving, cap_arriving;
     bool arrivals_pending;
@@ -659,6 +660,32 @@ static int op_cost(const xop_t *o, plan_cost_t *c)
     return o->op.cost_fn ? o->op.cost_fn(o->op.cost_model, o->batch, c) : ERR_OK;
 }
 
+/* The op's time alone on the idle machine: its latency, then its work at its slowest bound. */
+static sim_ps_t op_alone_ps(const exec_t *x, const xop_t *o, const plan_cost_t *c)
+{
+    double rate = c->cap_rate > 0 ? c->cap_rate : INFINITY;
+    for (uint32_t u = 0; u < o->op.n_uses; u++) {
+        double cr = sim_res_capacity(x->sim, o->op.uses[u].res) / o->op.uses[u].coef;
+        if (cr < rate) rate = cr;
+    }
+    return c->latency_ps + (c->work > 0 && isfinite(rate) ? s_to_ps(c->work / rate) : 0);
+}
+
+/* A draw of the op's jitter, added to its latency (never below 0): s·(E − ln 2), E ~ Exp(1), with
+ * s = (jitter_abs_s + jitter_rel·t)/ln 50, so that its median is 0 and its p99 the configured spread. */
+static void op_jitter(exec_t *x, const xop_t *o, plan_cost_t *c)
+{
+    if (!(x->cfg.jitter_abs_s > 0 || x->cfg.jitter_rel > 0)) return;
+    uint64_t z = (x->jitter_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    double u = ((double)(z >> 11) + 1.0) * 0x1.0p-53;   /* (0, 1] */
+    double s = (x->cfg.jitter_abs_s + x->cfg.jitter_rel * ps_to_s(op_alone_ps(x, o, c))) / log(50.0);
+    double lat = ps_to_s(c->latency_ps) + s * (-log(u) - log(2.0));
+    c->latency_ps = lat > 0 ? s_to_ps(lat) : 0;
+}
+
 static void op_begin_flow(xop_t *o)
 {
     exec_t *x = o->run->x;
@@ -668,6 +695,7 @@ static void op_begin_flow(xop_t *o)
     err_t e;
     int rc = op_cost(o, &c);
     if (rc) { fail(x, rc, "exec: an op's cost model failed"); return; }
+    op_jitter(x, o, &c);
     if (o->op.n_uses == 0 && c.cap_rate <= 0) {
         if (c.work > 0) { fail(x, ERR_INVAL, "exec: an op moves work over no resource"); return; }
         if (sim_at(x->sim, o->t_start + c.latency_ps, delay_done, o, &e)) fail_err(x, &e);
@@ -736,14 +764,8 @@ static sim_ps_t run_standalone_ps(const run_t *r)
     for (uint32_t i = 0; fin && start && i < r->n_ops; i++) {
         const xop_t *o = &r->ops[i];
         plan_cost_t c;
-        double rate = INFINITY;
         if (op_cost(o, &c)) continue;
-        if (c.cap_rate > 0) rate = c.cap_rate;
-        for (uint32_t u = 0; u < o->op.n_uses; u++) {
-            double cr = sim_res_capacity(r->x->sim, o->op.uses[u].res) / o->op.uses[u].coef;
-            if (cr < rate) rate = cr;
-        }
-        fin[i] = start[i] + c.latency_ps + (c.work > 0 && isfinite(rate) ? s_to_ps(c.work / rate) : 0);
+        fin[i] = start[i] + op_alone_ps(r->x, o, &c);
         if (fin[i] > worst) worst = fin[i];
         for (uint32_t k = 0; k < o->n_succ; k++) {
             uint32_t s = r->succ[o->succ_first + k];
@@ -1241,6 +1263,8 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (cfg->prefill_chunk < 1) return err_set(e, ERR_INVAL, "exec: prefill chunk must be ≥ 1 token");
     if ((int)cfg->mode < EXEC_STREAMS || cfg->mode > EXEC_CONTINUOUS) return err_set(e, ERR_INVAL, "exec: unknown mode");
     if (cfg->graph_launch_ps < 0) return err_set(e, ERR_INVAL, "exec: negative graph launch time");
+    if (!(cfg->jitter_abs_s >= 0) || !(cfg->jitter_rel >= 0) || !isfinite(cfg->jitter_abs_s) || !isfinite(cfg->jitter_rel))
+        return err_set(e, ERR_INVAL, "exec: jitter must be finite and >= 0");
     if (cfg->hw_queues > EXEC_MAX_HW_QUEUES)
         return err_set(e, ERR_INVAL, "exec: %u hardware queues (CUDA allows at most %d)", cfg->hw_queues, EXEC_MAX_HW_QUEUES);
     if (cfg->coarse && (cfg->mode == EXEC_LOCKSTEP || cfg->mode == EXEC_CONTINUOUS))
@@ -1249,6 +1273,7 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (!x) return err_set(e, ERR_NOMEM, "exec: out of memory");
     x->sim = sim;
     x->cfg = *cfg;
+    x->jitter_state = cfg->jitter_seed;
     x->gpus = calloc((size_t)cfg->n_gpus, sizeof *x->gpus);
     x->gpu_ctx = calloc((size_t)cfg->n_gpus, sizeof *x->gpu_ctx);
     x->stats.n_lost = sim_res_count(sim) + EXEC_LOST_EXTRA;

@@ -68,6 +68,10 @@ typedef struct exec_config {
     sim_ps_t timeslice_ps;       /* processes: a context keeps the GPU this long while others wait
                                   * (0: hand it over after every op) */
     sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context */
+    double jitter_abs_s, jitter_rel; /* each op's time varies: an exponential tail with its median at
+                                  * the op's time alone t and its p99 jitter_abs_s + jitter_rel·t above
+                                  * it (both 0: none) */
+    uint64_t jitter_seed;        /* the jitter's random stream */
     bool latency_on_device;      /* a plan's latency runs from when an event recorded in its stream
                                   * before its first op fires (CUDA events, kbench): its beginning, or
                                   * later when that op waited behind its hardware queue */

@@ -1568,6 +1568,54 @@ static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *varia
     return rc;
 }
 
+static double get_med(const kbrow_t *r) { return r->t_med_us; }
+
+/* How much a measured time varies (run.jitter): over every timed single op of the fit set (the
+ * time slice's and host-timed launch rows aside), p99 − median ≈ jitter_us + jitter_rel·median,
+ * robust (bisquare) in relative terms. */
+static int fit_jitter(fit_t *f, const sel_t *rows, err_t *e)
+{
+    sel_t s = {0};
+    int rc = ERR_OK;
+    for (size_t i = 0; i < rows->n && !rc; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (alone(r) && !is_op(r, OPKIND_TIMESLICE) && !is_op(r, OPKIND_LAUNCH) && r->t_med_us > 0 &&
+            r->t_p99_us > r->t_med_us)
+            rc = sel_add(&s, r);
+    }
+    double *x = malloc((s.n + 1) * sizeof *x), *y = malloc((s.n + 1) * sizeof *y), *pred = malloc((s.n + 1) * sizeof *pred);
+    double *X = malloc((2 * s.n + 1) * sizeof *X), *one = malloc((s.n + 1) * sizeof *one);
+    if (rc || !x || !y || !pred || !X || !one) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        x[i] = s.v[i]->t_med_us;
+        y[i] = s.v[i]->t_p99_us - s.v[i]->t_med_us;
+        X[2 * i] = 1 / y[i];         /* relative terms: 1 = jitter/y + rel*median/y */
+        X[2 * i + 1] = x[i] / y[i];
+        one[i] = 1;
+    }
+    if (!rc && s.n < 3) note(f, "jitter_us, jitter_rel: not determined (%zu rows with a spread)", s.n);
+    /* a p99 of 20-100 repetitions is nearly their maximum: robust against the rows a stray delay hit */
+    if (!rc && s.n >= 3) rc = lsq_robust("p99 - median = jitter + rel*median", X, one, s.n, 2, &lf, e);
+    if (!rc && s.n >= 3) {
+        double lo, hi;
+        range_of(&s, get_med, &lo, &hi);
+        put(f, "jitter_us", lf.coef[0] > 0 ? lf.coef[0] : 0, lf.se[0], lo, hi, s.v, s.n,
+            "p99 - median = jitter + rel*median over the fit set's single ops, robust (bisquare) in relative terms (the intercept)");
+        put(f, "jitter_rel", lf.coef[1] > 0 ? lf.coef[1] : 0, lf.se[1], lo, hi, s.v, s.n,
+            "p99 - median = jitter + rel*median over the fit set's single ops, robust (bisquare) in relative terms (the slope)");
+        for (size_t i = 0; i < s.n; i++) pred[i] = lf.coef[0] + lf.coef[1] * x[i];
+        resid(f, "spread_p99", pred, y, s.n);
+    }
+    free(x);
+    free(y);
+    free(X);
+    free(one);
+    free(pred);
+    free(s.v);
+    return rc;
+}
+
 static double get_procs(const kbrow_t *r) { return r->procs; }
 
 /* Time slicing between separate contexts (op timeslice, variants run and gap, N = procs): a
@@ -1713,6 +1761,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
         note(f, "copy_launch_us: not determined (no launch/copy_enqueue rows)");
     if (!rc) rc = fit_graph(f, &rows, e);
     if (!rc) rc = fit_timeslice(f, &rows, e);
+    if (!rc) rc = fit_jitter(f, &rows, e);
     /* kbench's planner rows carry no bytes: their time is the planner's fixed time. */
     if (!rc && hwcat_param_unit("wf_plan_latency_us")) {
         rc = fit_overhead(f, &rows, OPKIND_WF_PLAN, NULL, "wf_plan_latency_us", e);

@@ -167,7 +167,7 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 200);
     put_num(fp, "steps", steps);
     put_num(fp, "streams", r->streams >= 1 ? r->streams : NAN);
-    fputs("}\nrun: {replications: 1, seed: 1, sample_calibration: false}\n", fp);
+    fputs("}\nrun: {replications: 1, seed: 1, sample_calibration: false, jitter: true}\n", fp);
     if (fclose(fp) || !buf) {
         free(buf);
         return err_set(e, ERR_NOMEM, "probe: out of memory");

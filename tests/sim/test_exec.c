@@ -16,6 +16,7 @@ typedef struct toy {
     uint8_t exec;
     double hbm_per_token;
     bool separate_streams;   /* op i on stream i, no dependencies; odd ops on res_odd */
+    sim_ps_t latency_ps;
     sim_res_t res_odd;
 } toy_t;
 
@@ -26,7 +27,7 @@ static int toy_build(void *self, plan_env_t *env, const plan_request_t *req, pla
     const toy_t *t = self;
     for (int i = 0; i < t->n_ops; i++) {
         plan_op_t op = {.kind = 0, .layer = (uint16_t)i, .exec = t->exec, .n_uses = 1,
-                        .uses = {{t->separate_streams && i % 2 ? t->res_odd : t->res, 1.0}}, .cost = {.work = t->bytes}, .launch_ps = t->launch_ps,
+                        .uses = {{t->separate_streams && i % 2 ? t->res_odd : t->res, 1.0}}, .cost = {.work = t->bytes, .latency_ps = t->latency_ps}, .launch_ps = t->launch_ps,
                         .merge_key = t->merge_key, .stream = t->separate_streams ? (uint8_t)i : 0};
         uint32_t dep = (uint32_t)i - 1;
         int rc = plan_add(out, &op, i && !t->separate_streams ? &dep : NULL, i && !t->separate_streams ? 1 : 0, NULL, e);
@@ -181,6 +182,37 @@ Test(exec, processes_take_time_slices_and_pay_switches)
         cr_assert_float_eq(hist_min(st->step_s), dev ? 6.0 : 8.0, 1e-9);
         world_free(&w);
     }
+}
+
+/* Jitter: a step of one op, 0.5 s of latency and 0.5 s of work (1 s alone), with jitter 0.02 s +
+ * 0.08·1 s = 0.1 s: over 20000 steps the median stays at 1 s and the p99 is 1.1 s (an exponential
+ * tail: p99 − median = s·ln 50). The same seed gives the same steps. */
+Test(exec, jitter_keeps_the_median_and_sets_the_p99)
+{
+    double p50[2], p99[2];
+    for (int again = 0; again < 2; again++) {
+        world_t w;
+        world_init(&w, EXEC_STREAMS, 0);
+        exec_free(w.x);
+        exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                             .jitter_abs_s = 0.02, .jitter_rel = 0.08, .jitter_seed = 7};
+        err_t e;
+        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+        w.toy.bytes = 0.5e9;
+        w.toy.latency_ps = 500000 * SIM_PS_PER_US;
+        toy_t toys[1];
+        add_sessions(&w, 1, toys, 20000);
+        world_run(&w);
+        const exec_stats_t *st = exec_stats(w.x);
+        p50[again] = hist_quantile(st->step_s, 0.5);
+        p99[again] = hist_quantile(st->step_s, 0.99);
+        cr_expect_float_eq(p50[again], 1.0, 0.01, "p50 %g", p50[again]);
+        cr_expect_float_eq(p99[again], 1.1, 0.015, "p99 %g", p99[again]);
+        cr_expect_geq(hist_min(st->step_s), 1.0 - 0.1 / log(50.0) * log(2.0) - 1e-9);
+        world_free(&w);
+    }
+    cr_expect_eq(p50[0], p50[1]);
+    cr_expect_eq(p99[0], p99[1]);
 }
 
 /* Lockstep batching: N sessions whose single op carries one merge key read the shared bytes once. */

@@ -117,6 +117,7 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "gather_warm_rows", t.gather_warm_rows, 0.01);
     near(f, "prefix_gather_latency_us", t.prefix_latency_us, 0.01);
     near(f, "prefix_gather_eff", t.prefix_eff, 0.002);
+    near(f, "jitter_rel", 0.08, 0.01);   /* synth writes every p99 at 1.08 times its median */
     cr_assert_float_eq(fit_find(f, "gather_blocks")->value, 528, 0);
     cr_assert_float_eq(fit_find(f, "ce_weight")->value, 1, 0);
     cr_assert_null(fit_find(f, "gather_latency_us"), "not identifiable from equal payloads");
