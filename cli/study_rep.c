@@ -196,6 +196,22 @@ static int weights_place(const study_point_t *pt, sim_t *sim, err_t *e)
     return ERR_OK;
 }
 
+/* Notes the engine's own calibration parameters that shape this run's predictions: the jitter, and
+ * the time slicing of several processes (a probe knows how many contexts share the GPU; the fit
+ * measured 2 and 3). */
+static void note_engine_params(const study_point_t *pt, study_rep_t *rep)
+{
+    if (pt->run.jitter) {
+        calib_note(rep->cal, "jitter_us", NAN);
+        calib_note(rep->cal, "jitter_rel", NAN);
+    }
+    double contexts = pt->wl.kind == SCN_WL_PROBE ? (double)pt->probe.sessions : NAN;
+    if (pt->serving.mode == EXEC_PROCESSES && !(contexts < 2)) {
+        calib_note(rep->cal, "timeslice_us", contexts);
+        calib_note(rep->cal, "ctx_switch_us", contexts);
+    }
+}
+
 static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_pool_t *hbm_pools, uint32_t timeline_plans,
                      err_t *e)
 {
@@ -203,14 +219,6 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         char name[64];
         snprintf(name, sizeof name, "gpu%d.hbm_mem", g);
         hbm_pools[g] = sim_pool_find(rep->sim, name);
-    }
-    if (pt->run.jitter) {
-        calib_note(rep->cal, "jitter_us", NAN);
-        calib_note(rep->cal, "jitter_rel", NAN);
-    }
-    if (pt->serving.mode == EXEC_PROCESSES) {   /* the GPU's time slicing shapes every prediction */
-        calib_note(rep->cal, "timeslice_us", NAN);
-        calib_note(rep->cal, "ctx_switch_us", NAN);
     }
     exec_config_t cfg = {
         .mode = (exec_mode_t)pt->serving.mode, .cuda_graphs = pt->serving.cuda_graphs, .coarse = pt->serving.coarse,
@@ -531,7 +539,10 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
         else if (pt->wl.kind == SCN_WL_TRACE) rc = feed_trace(&f, e);
         else rc = feed_probe(&f, e);
     }
-    if (!rc) calib_notes_reset(rep->cal); /* notes from here on are the run's */
+    if (!rc) {
+        calib_notes_reset(rep->cal); /* notes from here on are the run's */
+        note_engine_params(pt, rep);
+    }
     progress_t prog = {.duration_s = pt->run.duration_s, .k = k, .reps = reps};
     clock_gettime(CLOCK_MONOTONIC, &prog.t0);
     if (!rc && opts && opts->progress && pt->wl.kind != SCN_WL_PROBE) rc = sim_at(rep->sim, 0, progress_tick, &prog, e);
