@@ -506,8 +506,8 @@ static int check_gather(link_t *L)
 
 int kb_suite_link(const kb_opts_t *o)
 {
-    static kb_ts_result_t ts[KB_TS_MAX_PROCS];
-    int n_ts = kb_timeslice_measure(ts, KB_TS_MAX_PROCS);   /* forks: before this process starts CUDA */
+    static kb_ts_result_t ts[KB_TS_MAX_RESULTS];
+    int n_ts = kb_timeslice_measure(ts, KB_TS_MAX_RESULTS);   /* forks: before this process starts CUDA */
     link_t L;
     memset(&L, 0, sizeof L);
     L.o = o;
@@ -556,8 +556,9 @@ int kb_suite_link(const kb_opts_t *o)
     CK(cudaFree(L.off[0]));
     CK(cudaFree(L.off[1]));
     kb_timeslice_rows(L.csv, ts, n_ts);
-    if (n_ts < KB_TS_MAX_PROCS - 1)
-        fprintf(stderr, "kbench: link: the time-slice measurement failed\n");
+    if (n_ts < KB_TS_MAX_RESULTS)
+        fprintf(stderr, "kbench: link: %d of %d time-slice measurements failed\n", KB_TS_MAX_RESULTS - n_ts,
+                KB_TS_MAX_RESULTS);
     kb_csv_close(L.csv);
     return fail;
 }

@@ -1,10 +1,12 @@
 /* timeslice.cu: how the GPU time-slices separate CUDA contexts (no MPS).
  *
- * N processes, forked before this process starts CUDA, each run one GPU thread that spins for a
- * fixed time of its own and logs, from the globaltimer, every gap during which its context was
- * switched out. The runs between gaps are the time slice; a gap holds the other N-1 contexts'
- * slices and the N switches of a round: gap = (N-1)*slice + N*switch. Rows (link suite):
- * op=timeslice, variant run|gap, procs N, one row per N.
+ * N processes, forked before this process starts CUDA, each spin on the GPU for a fixed time of
+ * their own; one thread logs, from the globaltimer, every gap during which its context was switched
+ * out. The runs between gaps are the time slice; a gap holds the other N-1 contexts' slices and the
+ * N switches of a round: gap = (N-1)*slice + N*switch. Two loads: one thread (variants run, gap),
+ * and the whole GPU (run_full, gap_full: 4 blocks of 256 threads per SM, 48 KiB of shared memory
+ * each), whose switch saves and restores every resident block's state as a decode kernel's does.
+ * Rows (link suite): op=timeslice, procs N.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +26,18 @@ static __device__ __forceinline__ unsigned long long gtimer(void)
     return t;
 }
 
-/* One thread: spin until own_ns of running time, logging gaps [last seen, first seen again). */
+/* Every thread spins until own_ns of running time (shared memory kept live); thread 0 of block 0
+ * logs the gaps [last seen, first seen again). */
 __global__ void spin_log_kernel(unsigned long long own_ns, unsigned long long *log, int max, int *n_out)
 {
+    extern __shared__ unsigned int pad[];
+    bool logger = blockIdx.x == 0 && threadIdx.x == 0;
     unsigned long long last = gtimer(), own = 0;
     int n = 0;
     while (own < own_ns) {
         unsigned long long t = gtimer(), d = t - last;
         if (d > TS_GAP_NS) {
-            if (n < max) {
+            if (logger && n < max) {
                 log[2 * n] = last;
                 log[2 * n + 1] = t;
             }
@@ -41,8 +46,10 @@ __global__ void spin_log_kernel(unsigned long long own_ns, unsigned long long *l
             own += d;
         }
         last = t;
+        pad[threadIdx.x] += (unsigned int)d;
     }
-    *n_out = n < max ? n : max;
+    if (logger)
+        *n_out = (n < max ? n : max) + (pad[0] == 0xffffffffu);   /* pad read: kept live */
 }
 
 static int xfer(int fd, void *p, size_t n, int wr)
@@ -58,8 +65,9 @@ static int xfer(int fd, void *p, size_t n, int wr)
     return 0;
 }
 
-/* Child: start CUDA, say ready, wait for go, spin, send the gap log. Never returns. */
-static void child(int ready_fd, int go_fd, int res_fd)
+/* Child: start CUDA, say ready, wait for go, spin (one thread, or the whole GPU), send the gap log.
+ * Never returns. */
+static void child(int full, int ready_fd, int go_fd, int res_fd)
 {
     unsigned long long *dlog;
     int *dn, n = 0;
@@ -69,7 +77,9 @@ static void child(int ready_fd, int go_fd, int res_fd)
     char c = 'r';
     xfer(ready_fd, &c, 1, 1);
     if (xfer(go_fd, &c, 1, 0) == 0) {
-        spin_log_kernel<<<1, 1>>>(TS_OWN_NS, dlog, TS_MAX_GAPS, dn);
+        int blocks = full ? 4 * kb_sm_count() : 1, threads = full ? 256 : 1;
+        size_t smem = full ? 48 * 1024 : sizeof(unsigned int);
+        spin_log_kernel<<<blocks, threads, smem>>>(TS_OWN_NS, dlog, TS_MAX_GAPS, dn);
         CKL();
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(&n, dn, sizeof n, cudaMemcpyDeviceToHost));
@@ -81,7 +91,7 @@ static void child(int ready_fd, int go_fd, int res_fd)
 }
 
 /* Runs N children at once; fills runs and gaps (µs, pooled over children). -1 on failure. */
-static int measure(int N, kb_ts_result_t *r)
+static int measure(int N, int full, kb_ts_result_t *r)
 {
     int ready[2], go[2], res[KB_TS_MAX_PROCS][2];
     pid_t pid[KB_TS_MAX_PROCS];
@@ -92,7 +102,7 @@ static int measure(int N, kb_ts_result_t *r)
             return -1;
         pid[i] = fork();
         if (pid[i] == 0)
-            child(ready[1], go[0], res[i][1]);
+            child(full, ready[1], go[0], res[i][1]);
         close(res[i][1]);
     }
     char c, g[KB_TS_MAX_PROCS];
@@ -103,6 +113,7 @@ static int measure(int N, kb_ts_result_t *r)
     static unsigned long long log[2 * TS_MAX_GAPS];
     int fail = 0;
     r->procs = N;
+    r->full = full;
     r->n_runs = r->n_gaps = 0;
     for (int i = 0; i < N; i++) {
         int n = 0;
@@ -127,9 +138,10 @@ static int measure(int N, kb_ts_result_t *r)
 int kb_timeslice_measure(kb_ts_result_t *out, int max_n)
 {
     int n = 0;
-    for (int N = 2; N <= KB_TS_MAX_PROCS && n < max_n; N++)
-        if (measure(N, &out[n]) == 0)
-            n++;
+    for (int full = 0; full < 2; full++)
+        for (int N = 2; N <= KB_TS_MAX_PROCS && n < max_n; N++)
+            if (measure(N, full, &out[n]) == 0)
+                n++;
     return n;
 }
 
@@ -139,7 +151,7 @@ void kb_timeslice_rows(kb_csv_t *csv, kb_ts_result_t *res, int n)
         kb_ts_result_t *r = &res[i];
         char policy[32];
         snprintf(policy, sizeof policy, "procs:%d", r->procs);
-        const char *variant[2] = {"run", "gap"};
+        const char *variant[2] = {r->full ? "run_full" : "run", r->full ? "gap_full" : "gap"};
         double *t[2] = {r->runs_us, r->gaps_us};
         int cnt[2] = {r->n_runs, r->n_gaps};
         for (int v = 0; v < 2; v++) {

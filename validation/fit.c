@@ -1618,19 +1618,27 @@ static int fit_jitter(fit_t *f, const sel_t *rows, err_t *e)
 
 static double get_procs(const kbrow_t *r) { return r->procs; }
 
-/* Time slicing between separate contexts (op timeslice, variants run and gap, N = procs): a
- * context's runs between switch-outs are the slice T, its switch-outs with N contexts last
- * gap = (N-1)·T + N·c. T: the mean of the run rows' medians; c: the mean over the gap rows of
- * (gap - (N-1)·T)/N; standard errors from their spread (n - 1). */
+/* Time slicing between separate contexts (op timeslice, N = procs): a context's runs between
+ * switch-outs are the slice T, its switch-outs with N contexts last gap = (N-1)·T + N·c. T: the
+ * mean of the run rows' medians; c: the mean over the gap rows of (gap - (N-1)·T)/N; standard
+ * errors from their spread (n - 1). The whole GPU spinning (variants run_full, gap_full) saves and
+ * restores every resident block as a decode kernel does: its rows are used where present, the one
+ * thread's (run, gap) otherwise. */
 static int fit_timeslice(fit_t *f, const sel_t *rows, err_t *e)
 {
     sel_t run = {0}, gap = {0};
     int rc = ERR_OK;
+    bool full = false;
+    for (size_t i = 0; i < rows->n; i++)
+        full |= is_op(rows->v[i], OPKIND_TIMESLICE) && !strcmp(rows->v[i]->variant, "gap_full");
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
         if (!is_op(r, OPKIND_TIMESLICE) || !(r->procs >= 2) || !(r->t_med_us > 0)) continue;
-        if (!strcmp(r->variant, "run")) rc = sel_add(&run, r);
-        else if (!strcmp(r->variant, "gap")) rc = sel_add(&gap, r);
+        if (!strcmp(r->variant, full ? "run_full" : "run")) rc = sel_add(&run, r);
+        else if (!strcmp(r->variant, full ? "gap_full" : "gap")) rc = sel_add(&gap, r);
+        else if (full && !strcmp(r->variant, "gap"))
+            note(f, "ctx_switch_us: one spinning thread's switch-outs: %.4g us with %g contexts (the profile's is the whole GPU's)",
+                 r->t_med_us, r->procs);
     }
     if (rc) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     if (!rc && (!run.n || !gap.n))
@@ -1656,9 +1664,11 @@ static int fit_timeslice(fit_t *f, const sel_t *rows, err_t *e)
         double se_c = gap.n > 1 ? sqrt(c2 / (double)(gap.n - 1) / (double)gap.n) : NAN;
         if (!rc) {
             put(f, "timeslice_us", T, se_T, lo, hi, run.v, run.n,
-                "time-sliced contexts: a context's median run between switch-outs, mean over the process counts");
+                full ? "time-sliced contexts, the whole GPU spinning: a context's median run between switch-outs, mean over the process counts"
+                     : "time-sliced contexts, one thread spinning: a context's median run between switch-outs, mean over the process counts");
             put(f, "ctx_switch_us", c > 0 ? c : 0, se_c, lo, hi, gap.v, gap.n,
-                "time-sliced contexts: switch-out gap = (N-1)*slice + N*switch, mean over the process counts");
+                full ? "time-sliced contexts, the whole GPU spinning: switch-out gap = (N-1)*slice + N*switch, mean over the process counts"
+                     : "time-sliced contexts, one thread spinning: switch-out gap = (N-1)*slice + N*switch, mean over the process counts");
             resid(f, "timeslice_gap", pred, meas, gap.n);
         }
         free(pred);
