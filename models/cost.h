@@ -117,10 +117,11 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
  * row, at most one per host page of the region. */
 double cost_gather_translations(const cost_t *c, double pieces, double region_bytes);
 
-/* The SM gather's rows per second for `rows` rows spread over region_bytes, re-read as a decode step
- * re-reads its winners: the cold share of the rows at the region's rate (log-log interpolation
- * between the knots, flat outside them; cost_transfer notes a region past 16 GiB as outside the
- * range), the warm rest at the 256 MiB knot's, whose translations miss nothing. */
+/* The SM gather's rows per second over region_bytes when the GPU must keep `translations` address
+ * translations for its rows to stay warm (INFINITY: cold): the cold share of the rows at the
+ * region's rate (log-log interpolation between the knots, flat outside them; cost_transfer notes a
+ * region past 16 GiB as outside the range), the warm rest at the 256 MiB knot's, whose translations
+ * miss nothing. */
 double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations);
 /* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to
  * gather_warm_rows, 1 from twice as many, log-linear between. */
