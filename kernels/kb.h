@@ -122,6 +122,9 @@ const kb_model_t *kb_model(const char *name);
 /* Number of multiprocessors of device 0. */
 int kb_sm_count(void);
 
+/* The whole of n bytes to / from a pipe (processes forked by a suite); 0, or -1 on error or EOF. */
+int kb_write_all(int fd, const void *p, size_t n);
+int kb_read_all(int fd, void *p, size_t n);
 /* Suites; each returns 0, or 1 when a reference check failed. */
 int kb_suite_link(const kb_opts_t *o);
 int kb_suite_kernels(const kb_opts_t *o);

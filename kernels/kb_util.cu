@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 #include "kb.h"
 
@@ -419,4 +420,30 @@ void kb_measure_ceilings(kb_csv_t *csv)
     CK(cudaFree(d0));
     CK(cudaFree(d1));
     CK(cudaFreeHost(h));
+}
+
+int kb_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = (const char *)p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int kb_read_all(int fd, void *p, size_t n)
+{
+    char *c = (char *)p;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
 }

@@ -104,47 +104,21 @@ static void sess_loop(sess_t *x, const conc_cfg_t *c, sess_result_t *r)
     CK(cudaEventDestroy(b));
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = (const char *)p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *p, size_t n)
-{
-    char *c = (char *)p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* Child: set up, say ready, wait for go, loop, send results. Never returns. */
 static void child_main(int id, const conc_cfg_t *c, int ready_fd, int go_fd, int res_fd)
 {
     sess_t x;
     sess_result_t r = {0, 0, (double *)malloc(MAX_STEPS * sizeof(double))};
     char ok = sess_new(&x, c, 100 + id) == 0 ? 'r' : 'f';
-    write_all(ready_fd, &ok, 1);
+    kb_write_all(ready_fd, &ok, 1);
     char go;
-    if (ok == 'r' && read_all(go_fd, &go, 1) == 0) {
+    if (ok == 'r' && kb_read_all(go_fd, &go, 1) == 0) {
         sess_loop(&x, c, &r);
         sess_free(&x);
     }
-    write_all(res_fd, &r.steps, sizeof r.steps);
-    write_all(res_fd, &r.wall_s, sizeof r.wall_s);
-    write_all(res_fd, r.lat_us, r.steps * sizeof(double));
+    kb_write_all(res_fd, &r.steps, sizeof r.steps);
+    kb_write_all(res_fd, &r.wall_s, sizeof r.wall_s);
+    kb_write_all(res_fd, r.lat_us, r.steps * sizeof(double));
     _exit(ok == 'r' ? 0 : 3);
 }
 
@@ -168,17 +142,17 @@ static int run_procs(int N, const conc_cfg_t *c, sess_result_t *res)
     int fail = 0;
     for (int i = 0; i < N; i++) {
         char ok = 'f';
-        read_all(ready[0], &ok, 1);
+        kb_read_all(ready[0], &ok, 1);
         fail |= ok != 'r';
     }
     char g[MAX_SESS];
     memset(g, 'g', sizeof g);
-    write_all(go[1], g, N);
+    kb_write_all(go[1], g, N);
     for (int i = 0; i < N; i++) {
         res[i].lat_us = (double *)malloc(MAX_STEPS * sizeof(double));
-        if (read_all(out[i][0], &res[i].steps, sizeof res[i].steps) ||
-            read_all(out[i][0], &res[i].wall_s, sizeof res[i].wall_s) ||
-            read_all(out[i][0], res[i].lat_us, res[i].steps * sizeof(double)))
+        if (kb_read_all(out[i][0], &res[i].steps, sizeof res[i].steps) ||
+            kb_read_all(out[i][0], &res[i].wall_s, sizeof res[i].wall_s) ||
+            kb_read_all(out[i][0], res[i].lat_us, res[i].steps * sizeof(double)))
             fail = 1;
         close(out[i][0]);
         int st;

@@ -52,19 +52,6 @@ __global__ void spin_log_kernel(unsigned long long own_ns, unsigned long long *l
         *n_out = (n < max ? n : max) + (pad[0] == 0xffffffffu);   /* pad read: kept live */
 }
 
-static int xfer(int fd, void *p, size_t n, int wr)
-{
-    char *c = (char *)p;
-    while (n) {
-        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* Child: start CUDA, say ready, wait for go, spin (one thread, or the whole GPU), send the gap log.
  * Never returns. */
 static void child(int full, int ready_fd, int go_fd, int res_fd)
@@ -75,8 +62,8 @@ static void child(int full, int ready_fd, int go_fd, int res_fd)
     CK(cudaMalloc(&dlog, sizeof log));
     CK(cudaMalloc(&dn, sizeof(int)));
     char c = 'r';
-    xfer(ready_fd, &c, 1, 1);
-    if (xfer(go_fd, &c, 1, 0) == 0) {
+    kb_write_all(ready_fd, &c, 1);
+    if (kb_read_all(go_fd, &c, 1) == 0) {
         int blocks = full ? 4 * kb_sm_count() : 1, threads = full ? 256 : 1;
         size_t smem = full ? 48 * 1024 : sizeof(unsigned int);
         spin_log_kernel<<<blocks, threads, smem>>>(TS_OWN_NS, dlog, TS_MAX_GAPS, dn);
@@ -85,8 +72,8 @@ static void child(int full, int ready_fd, int go_fd, int res_fd)
         CK(cudaMemcpy(&n, dn, sizeof n, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(log, dlog, 2 * sizeof(unsigned long long) * n, cudaMemcpyDeviceToHost));
     }
-    xfer(res_fd, &n, sizeof n, 1);
-    xfer(res_fd, log, 2 * sizeof(unsigned long long) * n, 1);
+    kb_write_all(res_fd, &n, sizeof n);
+    kb_write_all(res_fd, log, 2 * sizeof(unsigned long long) * n);
     _exit(0);
 }
 
@@ -107,9 +94,9 @@ static int measure(int N, int full, kb_ts_result_t *r)
     }
     char c, g[KB_TS_MAX_PROCS];
     for (int i = 0; i < N; i++)
-        xfer(ready[0], &c, 1, 0);
+        kb_read_all(ready[0], &c, 1);
     memset(g, 'g', sizeof g);
-    xfer(go[1], g, N, 1);
+    kb_write_all(go[1], g, N);
     static unsigned long long log[2 * TS_MAX_GAPS];
     int fail = 0;
     r->procs = N;
@@ -117,8 +104,8 @@ static int measure(int N, int full, kb_ts_result_t *r)
     r->n_runs = r->n_gaps = 0;
     for (int i = 0; i < N; i++) {
         int n = 0;
-        if (xfer(res[i][0], &n, sizeof n, 0) || n < 0 || n > TS_MAX_GAPS ||
-            xfer(res[i][0], log, 2 * sizeof(unsigned long long) * n, 0))
+        if (kb_read_all(res[i][0], &n, sizeof n) || n < 0 || n > TS_MAX_GAPS ||
+            kb_read_all(res[i][0], log, 2 * sizeof(unsigned long long) * n))
             fail = 1;
         for (int j = 0; !fail && j < n; j++) {
             if (r->n_gaps < KB_TS_MAX_SAMPLES)

@@ -1644,24 +1644,20 @@ static int fit_timeslice(fit_t *f, const sel_t *rows, err_t *e)
     if (!rc && (!run.n || !gap.n))
         note(f, "timeslice_us, ctx_switch_us: not determined (no timeslice run and gap rows)");
     if (!rc && run.n && gap.n) {
-        double T = 0, T2 = 0, c = 0, c2 = 0, lo, hi;
-        for (size_t i = 0; i < run.n; i++) T += run.v[i]->t_med_us / (double)run.n;
-        for (size_t i = 0; i < run.n; i++) T2 += pow(run.v[i]->t_med_us - T, 2);
-        double *pred = malloc(gap.n * sizeof *pred), *meas = malloc(gap.n * sizeof *meas);
-        if (!pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        double T = 0, se_T = 0, c = 0, se_c = 0, lo, hi;
+        double *v = malloc((run.n + gap.n) * sizeof *v), *pred = malloc(gap.n * sizeof *pred);
+        double *meas = malloc(gap.n * sizeof *meas);
+        if (!v || !pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        for (size_t i = 0; !rc && i < run.n; i++) v[i] = run.v[i]->t_med_us;
+        if (!rc) rc = lsq_mean("time slice", v, run.n, &T, &se_T, e);
         for (size_t i = 0; !rc && i < gap.n; i++) {
             double N = gap.v[i]->procs;
-            c += (gap.v[i]->t_med_us - (N - 1) * T) / N / (double)gap.n;
-        }
-        for (size_t i = 0; !rc && i < gap.n; i++) {
-            double N = gap.v[i]->procs;
-            c2 += pow((gap.v[i]->t_med_us - (N - 1) * T) / N - c, 2);
-            pred[i] = (N - 1) * T + N * c;
             meas[i] = gap.v[i]->t_med_us;
+            v[i] = (meas[i] - (N - 1) * T) / N;
         }
+        if (!rc) rc = lsq_mean("context switch", v, gap.n, &c, &se_c, e);
+        for (size_t i = 0; !rc && i < gap.n; i++) pred[i] = (gap.v[i]->procs - 1) * T + gap.v[i]->procs * c;
         range_of(&run, get_procs, &lo, &hi);
-        double se_T = run.n > 1 ? sqrt(T2 / (double)(run.n - 1) / (double)run.n) : NAN;
-        double se_c = gap.n > 1 ? sqrt(c2 / (double)(gap.n - 1) / (double)gap.n) : NAN;
         if (!rc) {
             put(f, "timeslice_us", T, se_T, lo, hi, run.v, run.n,
                 full ? "time-sliced contexts, the whole GPU spinning: a context's median run between switch-outs, mean over the process counts"
@@ -1671,6 +1667,7 @@ static int fit_timeslice(fit_t *f, const sel_t *rows, err_t *e)
                      : "time-sliced contexts, one thread spinning: switch-out gap = (N-1)*slice + N*switch, mean over the process counts");
             resid(f, "timeslice_gap", pred, meas, gap.n);
         }
+        free(v);
         free(pred);
         free(meas);
     }

@@ -70,6 +70,14 @@ static void world_init(world_t *w, exec_mode_t mode, double pool_bytes)
     w->toy = (toy_t){.res = w->link, .res_odd = w->other, .bytes = 1e9, .n_ops = 1, .exec = PLAN_EXEC_GPU};
 }
 
+/* Replaces w's executor by one with cfg. */
+static void world_config(world_t *w, exec_config_t cfg)
+{
+    err_t e;
+    exec_free(w->x);
+    cr_assert_eq(exec_new(w->sim, &cfg, &w->x, &e), 0, "%s", e.msg);
+}
+
 static void add_sessions(world_t *w, int n, toy_t *toys, uint32_t decode_tokens)
 {
     for (int i = 0; i < n; i++) {
@@ -165,12 +173,9 @@ Test(exec, processes_take_time_slices_and_pay_switches)
     for (int dev = 0; dev < 2; dev++) {
         world_t w;
         world_init(&w, EXEC_PROCESSES, 0);
-        exec_free(w.x);
-        exec_config_t cfg = {.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+        world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
                              .timeslice_ps = 2500000 * SIM_PS_PER_US, .ctx_switch_ps = 500000 * SIM_PS_PER_US,
-                             .latency_on_device = dev};
-        err_t e;
-        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+                             .latency_on_device = dev});
         w.toy.n_ops = 4;
         toy_t toys[2];
         add_sessions(&w, 2, toys, 1);
@@ -193,11 +198,8 @@ Test(exec, jitter_keeps_the_median_and_sets_the_p99)
     for (int again = 0; again < 2; again++) {
         world_t w;
         world_init(&w, EXEC_STREAMS, 0);
-        exec_free(w.x);
-        exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
-                             .jitter_abs_s = 0.02, .jitter_rel = 0.08, .jitter_seed = 7};
-        err_t e;
-        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+        world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                             .jitter_abs_s = 0.02, .jitter_rel = 0.08, .jitter_seed = 7});
         w.toy.bytes = 0.5e9;
         w.toy.latency_ps = 500000 * SIM_PS_PER_US;
         toy_t toys[1];
@@ -252,11 +254,8 @@ Test(exec, launch_thread_and_graphs)
     for (int graphs_on = 0; graphs_on < 2; graphs_on++) {
         world_t w;
         world_init(&w, EXEC_STREAMS, 0);
-        exec_free(w.x);
-        exec_config_t cfg = {.mode = EXEC_STREAMS, .cuda_graphs = graphs_on, .n_gpus = 1, .prefill_chunk = 1,
-                             .host_pool = -1, .graph_launch_ps = 7 * SIM_PS_PER_US};
-        err_t e;
-        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+        world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .cuda_graphs = graphs_on, .n_gpus = 1, .prefill_chunk = 1,
+                             .host_pool = -1, .graph_launch_ps = 7 * SIM_PS_PER_US});
         w.toy.bytes = 0;
         w.toy.n_ops = 4;
         w.toy.launch_ps = 10 * SIM_PS_PER_US;
@@ -301,11 +300,8 @@ Test(exec, hardware_queues_serialise_falsely)
         for (int dev = 0; dev < 2; dev++) {
             world_t w;
             world_init(&w, EXEC_STREAMS, 0);
-            exec_free(w.x);
-            exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
-                                 .hw_queues = queues[q], .latency_on_device = dev};
-            err_t e;
-            cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+            world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                                 .hw_queues = queues[q], .latency_on_device = dev});
             w.toy.n_ops = 2;
             toy_t toys[2];
             add_sessions(&w, 2, toys, 1);
@@ -329,10 +325,7 @@ Test(exec, one_stream_per_session_serialises)
     for (int one = 0; one < 2; one++) {
         world_t w;
         world_init(&w, EXEC_STREAMS, 0);
-        exec_free(w.x);
-        exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1, .one_stream = one};
-        err_t e;
-        cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+        world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1, .one_stream = one});
         w.toy.n_ops = 2;
         w.toy.separate_streams = true;
         toy_t toys[1];
@@ -384,11 +377,8 @@ Test(exec, grow_evict_counts)
 {
     world_t w;
     world_init(&w, EXEC_STREAMS, 101.5);
-    exec_free(w.x);
-    exec_config_t cfg = {.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 16, .host_pool = -1,
-                         .hbm_pool = &w.pool, .admission = EXEC_ADMIT_GROW_EVICT};
-    err_t e;
-    cr_assert_eq(exec_new(w.sim, &cfg, &w.x, &e), 0);
+    world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 16, .host_pool = -1,
+                         .hbm_pool = &w.pool, .admission = EXEC_ADMIT_GROW_EVICT});
     w.toy.hbm_per_token = 1.0;
     toy_t toys[1];
     add_sessions(&w, 1, toys, 5);
