@@ -116,7 +116,8 @@ static const cfg_param_t probe_params[] = {
     P("steps", CFG_T_INT, scn_probe_t, steps, "20", 1, 1e9, "plans per session"),
     P("streams", CFG_T_INT, scn_probe_t, streams, "1", 1, 256, "streams"),
     P("zero_copy", CFG_T_BOOL, scn_probe_t, zero_copy, "false", 1, 0,
-      "op probes: the kernel reads its bytes straight from pinned host memory (an SM zero-copy stream)"),
+      "op probes: the kernel reads its bytes straight from pinned host memory (an SM zero-copy stream); "
+      "on a step's attn_tail stage, the attention before it did, so its partials are still in L2"),
     P("stage", CFG_T_BOOL, scn_probe_t, stage, "false", 1, 0,
       "op probes: a stage timed inside a step, whose attn_tail holds the split-K combine after it"),
     P("launch_hidden", CFG_T_BOOL, scn_probe_t, launch_hidden, "false", 1, 0,

@@ -86,7 +86,10 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
         plan_op_t op = pp->tmp.ops[i];
         bool combine = pp->pb.stage && pp->kind == OPKIND_ATTN_TAIL && op.kind == OPKIND_ATTN_COMBINE;
         if (op.kind != pp->kind && !combine) continue;
-        if (pp->pb.zero_copy) rc = as_zero_copy(pp, sim, gpu, req, &op, e);
+        if (pp->pb.zero_copy && combine)   /* host reads leave the L2 alone: the partials are still there */
+            cost_attn_combine(&pp->cost, op.pieces, true, &op);
+        else if (pp->pb.zero_copy && op.kind != OPKIND_ATTN_TAIL)
+            rc = as_zero_copy(pp, sim, gpu, req, &op, e);
         if (pp->pb.launch_hidden) op.launch_ps = 0;
         uint32_t prev = out->n_ops - 1;
         if (!rc) rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);

@@ -73,7 +73,7 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("attn_sparse_latency_us", "us", "fixed time of attention over the winners"),
     POS("attn_sparse_mem_eff", "", "fraction of HBM bandwidth attention over the winners reaches"),
     NONNEG("attn_sparse_l2_latency_us", "us", "fixed time of attention over winners still in L2 (just gathered)"),
-    POS("attn_sparse_l2_mem_eff", "", "attention over winners still in L2: bytes per second as a fraction of HBM bandwidth"),
+    POS("attn_sparse_l2_mem_eff", "", "attention over winners still in L2: bytes read per query head (a row once per query head attending it) per second, as a fraction of HBM bandwidth"),
     NONNEG("attn_combine_latency_us", "us", "fixed time of the kernel merging split-K attention partials"),
     NONNEG("attn_combine_split_ns", "ns", "time per partial the combine walks (each thread walks the splits in turn)"),
     NONNEG("attn_combine_l2_latency_us", "us", "fixed time of the combine when its partials are still in L2"),

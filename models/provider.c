@@ -132,31 +132,48 @@ static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uin
     return add(b, &op, deps, n_deps, id);
 }
 
-/* Attention over the winners: just written by the winner fetch, so read from the L2 where they fit. */
+/* Attention over the winners: just written by the winner fetch, so read from the L2 where they fit.
+ * From L2 its work is what the query heads read, a row once per query head attending it
+ * (attn_flops / 4d rows per query head, each row's bytes): a GQA group's row costs its g queries'
+ * arithmetic, not its bytes once, and per-query-head winners cost what kv-head ones do. */
 static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
                            uint32_t *id)
 {
     if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost.l2_bytes))
         return add_kernel(b, OPKIND_ATTN_SPARSE, layer, ly->attn_hbm_bytes, ly->attn_flops, deps, n_deps, id);
     plan_op_t op = op_new(OPKIND_ATTN_SPARSE, layer, STREAM_COMPUTE);
-    cost_attn_l2(&b->p->cost, &b->p->paths, ly->attn_hbm_bytes, &op);
+    double query_rows = ly->attn_flops / (4.0 * method_llm(b->p->mt)->head_dim);
+    cost_attn_l2(&b->p->cost, &b->p->paths, query_rows * ly->attn_hbm_bytes / ly->winner_rows, &op);
     op.flops = ly->attn_flops;
     return add(b, &op, deps, n_deps, id);
 }
 
 /* The merge of a decode step's split-K partials, over the main attention's and the tail's, after both.
- * The partials are still in L2 unless the main attention streamed more than the L2 holds through it. */
+ * The partials are still in L2 unless the main attention streamed more than the L2 holds through it.
+ * Per-query-head winners are attended per query head (Hq heads of k rows, one query each), so their
+ * partials are merged on their own, and the tail's (per KV head, its g queries) after them. */
 static int add_combine(builder_t *b, int layer, const method_layer_t *ly, bool exact, uint32_t attn, uint32_t tail,
                        uint32_t *id)
 {
     const llm_t *m = method_llm(b->p->mt);
     double H = m->kv_heads, tail_rows = ly->tail_hbm_bytes / (4.0 * m->head_dim);
-    double rows = exact ? ly->n_off * H : ly->winner_rows;
-    double splits = cost_attn_splits(&b->p->cost, rows / H, H);
-    if (tail_rows > 0) splits += cost_attn_splits(&b->p->cost, tail_rows / H, H);
+    double tail_splits = tail_rows > 0 ? cost_attn_splits(&b->p->cost, tail_rows / H, H) : 0;
+    bool l2 = ly->attn_hbm_bytes <= b->p->cost.l2_bytes;
     plan_op_t op = op_new(OPKIND_ATTN_COMBINE, layer, STREAM_COMPUTE);
-    cost_attn_combine(&b->p->cost, splits, ly->attn_hbm_bytes <= b->p->cost.l2_bytes, &op);
     uint32_t deps[2] = {attn, tail};
+    if (!exact && method_select(b->p->mt) == SELECT_QUERY_HEAD) {
+        double Hq = m->q_heads, rows_per_query = ly->attn_flops / (4.0 * m->head_dim * Hq);
+        cost_attn_combine(&b->p->cost, cost_attn_splits(&b->p->cost, rows_per_query, Hq), l2, &op);
+        int rc = add(b, &op, &attn, 1, &deps[0]);
+        if (rc || tail_rows <= 0) {
+            *id = deps[0];
+            return rc;
+        }
+        cost_attn_combine(&b->p->cost, tail_splits, true, &op);
+        return add(b, &op, deps, 2, id);
+    }
+    double rows = exact ? ly->n_off * H : ly->winner_rows;
+    cost_attn_combine(&b->p->cost, cost_attn_splits(&b->p->cost, rows / H, H) + tail_splits, l2, &op);
     return add(b, &op, deps, 2, id);
 }
 

@@ -1184,13 +1184,14 @@ static void fixed_eff_fit(const sel_t *s, double slope, lsq_fit_t *of)
     of->se[1] = 0;
 }
 
-/* One kernel's own t = lat + bytes/(eff·hbm), WLS 1/t², over rows s (label names its residuals).
+/* One kernel's own t = lat + work/(eff·hbm), WLS 1/t², over rows s (label names its residuals;
+ * work(row) its bytes, get_bytes for a kernel reading HBM).
  * With ≥ 3 rows and a positive slope it writes nl and ne where the catalogs declare them and
  * returns their values in *lat and *eff; otherwise *lat and *eff (the fallback) are kept. A kernel
  * reading HBM (from_hbm) cannot beat kbench's measured HBM ceiling: a fit above it (too few bytes to
  * set the slope) holds eff there and refits the latency. */
-static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const char *label, const char *nl,
-                   const char *ne, double *lat, double *eff, err_t *e)
+static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), double hbm, bool from_hbm,
+                   const char *label, const char *nl, const char *ne, double *lat, double *eff, err_t *e)
 {
     size_t n = s->n;
     double *t = malloc((n + 1) * sizeof *t), *pred = malloc((n + 1) * sizeof *pred);
@@ -1203,7 +1204,7 @@ static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const ch
     snprintf(name, sizeof name, "kernel_%s", label);
     lsq_fit_t of;
     err_t e2;
-    if (n >= 3 && !line_of(s, get_bytes, name, &of, &e2) && of.coef[1] > 0) {
+    if (n >= 3 && !line_of(s, work, name, &of, &e2) && of.coef[1] > 0) {
         double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1], lo, hi;
         double eff_max = f->hbm_ceiling_GBps > 0 ? f->hbm_ceiling_GBps / hbm : 1;
         if (from_hbm && oe > eff_max) {   /* faster than HBM allows: the bytes are too few to set the slope */
@@ -1213,13 +1214,15 @@ static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const ch
             oe = eff_max;
             oe_se = 0;
         }
-        range_of(s, get_bytes, &lo, &hi);
+        range_of(s, work, &lo, &hi);
         bool own = hwcat_param_unit(nl) && hwcat_param_unit(ne);
         if (own) {
             *lat = fmax(of.coef[0], 0);
             *eff = oe;
-            put(f, nl, *lat, of.se[0], lo, hi, s->v, n, "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
-            put(f, ne, oe, oe_se, lo, hi, s->v, n, "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2");
+            const char *how = work == get_bytes ? "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2"
+                                                : "this kernel's own t = lat + query_bytes/(eff*hbm), WLS 1/t^2";
+            put(f, nl, *lat, of.se[0], lo, hi, s->v, n, how);
+            put(f, ne, oe, oe_se, lo, hi, s->v, n, how);
         }
         note(f, "%s alone: latency %.3g +- %.2g us, mem_eff %.3g +- %.2g (%zu rows)%s", label, of.coef[0], of.se[0], oe,
              oe_se, n, own ? "" : "; the catalogs declare no parameters of its own, so the profile holds the pooled value");
@@ -1227,7 +1230,7 @@ static int fit_own(fit_t *f, const sel_t *s, double hbm, bool from_hbm, const ch
         note(f, "%s: not fitted alone (%zu rows without a positive slope in bytes); %s and %s from the pooled fit", label,
              n, nl, ne);
     }
-    for (size_t j = 0; j < n; j++) pred[j] = *lat + s->v[j]->bytes_moved / (*eff * hbm * 1e3);
+    for (size_t j = 0; j < n; j++) pred[j] = *lat + work(s->v[j]) / (*eff * hbm * 1e3);
     resid(f, name, pred, t, n);
     free(t), free(pred);
     return ERR_OK;
@@ -1267,14 +1270,18 @@ static int fit_scan_families(fit_t *f, const sel_t *scans, double hbm, double sc
         snprintf(ne, sizeof ne, "scan_%s_mem_eff", cost_scan_families[fam]);
         snprintf(label, sizeof label, "scan_%s", cost_scan_families[fam]);
         double l = scan_lat, ef = scan_eff;
-        if (!rc && use.n) rc = fit_own(f, &use, hbm, true, label, nl, ne, &l, &ef, e);
+        if (!rc && use.n) rc = fit_own(f, &use, get_bytes, hbm, true, label, nl, ne, &l, &ef, e);
         free(fs.v);
         free(use.v);
     }
     return rc == ERR_NOMEM ? err_set(e, ERR_NOMEM, "fit: out of memory") : rc;
 }
 
-/* Attention over winners still in L2: its own t = lat + bytes/(eff·hbm). */
+/* The bytes the query heads read: a K/V head's row once per query head attending it (the plans'
+ * work for attention over winners in L2, models/provider.c). */
+static double get_query_bytes(const kbrow_t *r) { return r->bytes_moved * get_qheads(r); }
+
+/* Attention over winners still in L2: its own t = lat + query_bytes/(eff·hbm). */
 static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double hbm, err_t *e)
 {
     sel_t s = {0};
@@ -1288,7 +1295,7 @@ static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double 
     double lat, eff;
     if (s.n) rc = value_of(f, seed, "attn_sparse_latency_us", &lat, e);
     if (s.n && !rc) rc = value_of(f, seed, "attn_sparse_mem_eff", &eff, e);
-    if (s.n && !rc) rc = fit_own(f, &s, hbm, false, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
+    if (s.n && !rc) rc = fit_own(f, &s, get_query_bytes, hbm, false, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
     free(s.v);
     return rc;
 }
@@ -1394,7 +1401,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             snprintf(nl, sizeof nl, "%s_latency_us", opkind_name(op));
             snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
             double op_lat = lat, op_eff = eff;
-            if (!rc) rc = fit_own(f, &os, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
+            if (!rc) rc = fit_own(f, &os, get_bytes, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
             if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, &os, hbm, op_lat, op_eff, e);
             free(os.v);
         }

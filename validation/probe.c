@@ -155,10 +155,12 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     put_str(fp, "placement", r->placement);
     put_str(fp, "layout", r->layout);
     /* The kernels suite runs a scan or dense attention with its data on the host straight from
-     * pinned host memory, and so does the step suite's dense attention; a step's scan reads an
-     * index fetched first. */
-    bool zc_suite = !strcmp(r->suite, "kernels") || (!strcmp(r->suite, "step") && r->op == OPKIND_ATTN_DENSE);
-    if (zc_suite && !strcmp(r->placement, "host") && (r->op == OPKIND_SCAN || r->op == OPKIND_ATTN_DENSE))
+     * pinned host memory, and so does the step suite's dense attention (whose tail stage then finds
+     * the partials in L2); a step's scan reads an index fetched first. */
+    bool step = !strcmp(r->suite, "step");
+    bool zc_op = r->op == OPKIND_SCAN || r->op == OPKIND_ATTN_DENSE;
+    bool zc_step = step && (r->op == OPKIND_ATTN_DENSE || (r->op == OPKIND_ATTN_TAIL && !strcmp(mname, "dense")));
+    if (((!strcmp(r->suite, "kernels") && zc_op) || zc_step) && !strcmp(r->placement, "host"))
         fputs(", zero_copy: true", fp);
     if (!strcmp(r->suite, "step") && r->op != OPKIND_LAYER_STEP) fputs(", stage: true", fp);
     if (launch_hidden(r, mname)) fputs(", launch_hidden: true", fp);

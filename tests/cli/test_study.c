@@ -112,6 +112,29 @@ Test(study, link_doubling_speeds_link_bound_not_compute_bound)
     cr_assert_leq(c1 / c2, 1.1, "compute-bound: %.4g s -> %.4g s (%.3fx)", c1, c2, c1 / c2);
 }
 
+/* kbench's dense step reads host K/V in place (zero-copy): reads of host memory leave the L2 alone,
+ * so the tail stage's combine finds the 264 + 17 partials there. Only the combine changes:
+ * (4 - 3) us + 281 * (360 - 200) ns = 45.96 us. */
+Test(study, zero_copy_dense_tail_stage_combines_from_l2)
+{
+    static const char *tail =
+        "name: tail\n"
+        "hardware: {box: h200-1, set: {attn_combine_latency_us: 4, attn_combine_split_ns: 360, "
+        "attn_combine_l2_latency_us: 3, attn_combine_l2_split_ns: 200}}\n"
+        "model: {name: qwen3-8b}\n"
+        "method: {method: dense, window: 1024}\n"
+        "serving: {mode: streams, session_streams: one, latency_from: device}\n"
+        "workload: {kind: probe, probe: {what: op, op: attn_tail, n_tokens: 32768, placement: host, stage: true, "
+        "launch_hidden: true, steps: 3}}\n"
+        "run: {replications: 1}\n";
+    const char *zc[] = {"workload.probe.zero_copy=true"};
+    study_result_t *cold = run_yaml(tail, NULL, 0), *l2 = run_yaml(tail, zc, 1);
+    double d = cold->step_mean_s.mean - l2->step_mean_s.mean;
+    cr_expect(fabs(d - 45.96e-6) < 1e-9, "cold %.9g s, from L2 %.9g s", cold->step_mean_s.mean, l2->step_mean_s.mean);
+    study_result_free(cold);
+    study_result_free(l2);
+}
+
 static int open_fails(const char *yaml, const char *want)
 {
     cfg_doc_t *doc;

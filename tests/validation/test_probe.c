@@ -122,3 +122,30 @@ Test(probe, hashattn_fetches_every_query_heads_winners)
     cr_assert(strstr(y, "method: \"hashattn\"") && strstr(y, "union: 4") && strstr(y, "window: 1024"), "%s", y);
     free(y);
 }
+
+/* kbench's dense step reads host K/V in place: its attention stage is a zero-copy stream, and its
+ * tail stage (whose combine then finds the partials in L2) says so too; a sparse step's is not. */
+Test(probe, dense_host_step_stages_are_zero_copy)
+{
+    kbrow_t r = blank();
+    r.suite = "step";
+    r.method = "dense";
+    r.n_tokens = 131072;
+    r.placement = "host";
+    r.layout = "interleaved;tail=1024";
+    r.policy = "in_step;fetch:none";
+    static const int ops[3] = {OPKIND_ATTN_DENSE, OPKIND_ATTN_TAIL, OPKIND_GEMM};
+    for (int i = 0; i < 3; i++) {
+        r.op = ops[i];
+        r.op_name = opkind_name(ops[i]);
+        char *y = scenario_of(&r);
+        cr_expect_eq(strstr(y, "zero_copy: true") != NULL, i < 2, "%s", y);
+        free(y);
+    }
+    r.method = r.variant = "fathom";
+    r.op = OPKIND_ATTN_TAIL;
+    r.op_name = "attn_tail";
+    char *y = scenario_of(&r);
+    cr_expect(!strstr(y, "zero_copy"), "%s", y);
+    free(y);
+}
