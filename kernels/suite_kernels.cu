@@ -697,6 +697,23 @@ static void sec_launch(ks_t *K)
         CK(cudaMemcpyAsync(ddst, hsrc, 4096, cudaMemcpyHostToDevice, K->s));
     double copy_us = (wall_us() - t0) / nc;
     CK(cudaStreamSynchronize(K->s));
+    /* A kernel right after a copy in its stream, timed from an event after the copy (as a step's
+     * stage after its index copy), against the same kernel after a kernel (the flush): the
+     * difference is the copy engine's hand-off to the SMs. */
+    for (int after_copy = 0; after_copy < 2; after_copy++) {
+        kb_stats_t hs = time_it_prep(K, [&](cudaStream_t s) { kb_empty_launch(s); }, 10, [&](cudaStream_t s) {
+            kb_l2_flush(s);
+            if (after_copy)
+                CK(cudaMemcpyAsync(ddst, hsrc, 4096, cudaMemcpyHostToDevice, s));
+        });
+        kb_row_t hr = kb_row("launch", after_copy ? "after_copy" : "after_kernel");
+        hr.pieces = 1;
+        if (after_copy) {
+            hr.piece_bytes = 4096;
+            hr.allocator = "hostalloc";
+        }
+        put(K, &hr, hs, 1);
+    }
     CK(cudaFreeHost(hsrc));
     CK(cudaFree(ddst));
     kb_row_t hc = kb_row("launch", "copy_enqueue");
