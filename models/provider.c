@@ -132,18 +132,23 @@ static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uin
     return add(b, &op, deps, n_deps, id);
 }
 
+/* K/V rows the attention reads summed over the query heads (a row once per query head attending it):
+ * attn_flops counts 4·head_dim per such row. */
+static double query_rows(const builder_t *b, const method_layer_t *ly)
+{
+    return ly->attn_flops / (4.0 * method_llm(b->p->mt)->head_dim);
+}
+
 /* Attention over the winners: just written by the winner fetch, so read from the L2 where they fit.
- * From L2 its work is what the query heads read, a row once per query head attending it
- * (attn_flops / 4d rows per query head, each row's bytes): a GQA group's row costs its g queries'
- * arithmetic, not its bytes once, and per-query-head winners cost what kv-head ones do. */
+ * From L2 its work is the bytes of query_rows: a GQA group's row costs its g queries' arithmetic,
+ * not its bytes once, and per-query-head winners cost what kv-head ones do. */
 static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
                            uint32_t *id)
 {
     if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost.l2_bytes))
         return add_kernel(b, OPKIND_ATTN_SPARSE, layer, ly->attn_hbm_bytes, ly->attn_flops, deps, n_deps, id);
     plan_op_t op = op_new(OPKIND_ATTN_SPARSE, layer, STREAM_COMPUTE);
-    double query_rows = ly->attn_flops / (4.0 * method_llm(b->p->mt)->head_dim);
-    cost_attn_l2(&b->p->cost, &b->p->paths, query_rows * ly->attn_hbm_bytes / ly->winner_rows, &op);
+    cost_attn_l2(&b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, &op);
     op.flops = ly->attn_flops;
     return add(b, &op, deps, n_deps, id);
 }
@@ -162,8 +167,8 @@ static int add_combine(builder_t *b, int layer, const method_layer_t *ly, bool e
     plan_op_t op = op_new(OPKIND_ATTN_COMBINE, layer, STREAM_COMPUTE);
     uint32_t deps[2] = {attn, tail};
     if (!exact && method_select(b->p->mt) == SELECT_QUERY_HEAD) {
-        double Hq = m->q_heads, rows_per_query = ly->attn_flops / (4.0 * m->head_dim * Hq);
-        cost_attn_combine(&b->p->cost, cost_attn_splits(&b->p->cost, rows_per_query, Hq), l2, &op);
+        double Hq = m->q_heads;
+        cost_attn_combine(&b->p->cost, cost_attn_splits(&b->p->cost, query_rows(b, ly) / Hq, Hq), l2, &op);
         int rc = add(b, &op, &attn, 1, &deps[0]);
         if (rc || tail_rows <= 0) {
             *id = deps[0];
