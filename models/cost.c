@@ -78,6 +78,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("jitter_us", jitter_s, 1e-6), F("jitter_rel", jitter_rel, 1),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
+        F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),
         F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
         F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
         F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
@@ -235,8 +236,8 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     calib_note(c->cal, h2d ? "h2d_GBps" : "d2h_GBps", NAN);
 }
 
-/* A kernel of kind `kind` with fixed time lat_s and HBM efficiency eff (the parameters named names). */
-static void kernel_op(const cost_t *c, const cost_paths_t *p, int kind, double lat_s, double eff,
+/* A kernel with fixed time lat_s and HBM efficiency eff (the parameters named names). */
+static void kernel_op(const cost_t *c, const cost_paths_t *p, double lat_s, double eff,
                       const char (*names)[40], double bytes, double flops, llm_dtype_t t, plan_op_t *op)
 {
     sim_res_t fr = (t == LLM_FP8 && p->flops_fp8 >= 0) ? p->flops_fp8 : p->flops_bf16;
@@ -263,7 +264,7 @@ static void kernel_op(const cost_t *c, const cost_paths_t *p, int kind, double l
     /* noted where they shape the time: the byte term past 1% of it, the FLOP term within half of the
      * byte term (where it could bind) */
     double t_bytes = bytes > 0 ? bytes / (c->hbm_Bps * eff) : 0, t_flops = flops > 0 ? flops / flops_rate : 0;
-    calib_note(c->cal, kind == OPKIND_TOPK ? "topk_latency_us" : names[0], NAN);
+    calib_note(c->cal, names[0], NAN);
     if (t_bytes > 0.01 * (lat_s + fmax(t_bytes, t_flops))) calib_note(c->cal, names[1], NAN);
     if (t_flops > 0.5 * t_bytes) calib_note(c->cal, "kernel_compute_eff", NAN);
     calib_note(c->cal, "launch_us", NAN);
@@ -273,8 +274,7 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
                  plan_op_t *op)
 {
     int k = kind >= 0 && kind < OPKIND_COUNT ? kind : OPKIND_SCAN;
-    double lat = kind == OPKIND_TOPK ? c->topk_latency_s : c->kind_latency_s[k];
-    kernel_op(c, p, kind, lat, c->kind_mem_eff[k], (const char(*)[40])c->kind_names[k], bytes, flops, t, op);
+    kernel_op(c, p, c->kind_latency_s[k], c->kind_mem_eff[k], (const char(*)[40])c->kind_names[k], bytes, flops, t, op);
 }
 
 void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes, double flops, llm_dtype_t t,
@@ -284,7 +284,7 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes,
         cost_kernel(c, p, OPKIND_SCAN, bytes, flops, t, op);
         return;
     }
-    kernel_op(c, p, OPKIND_SCAN, c->scan_latency_s[family], c->scan_mem_eff[family],
+    kernel_op(c, p, c->scan_latency_s[family], c->scan_mem_eff[family],
               (const char(*)[40])c->scan_names[family], bytes, flops, t, op);
 }
 
@@ -335,15 +335,38 @@ double cost_topk_blocks_per_row(const cost_t *c, double rows, double n)
     return fmax(1, fmin(ceil(n / c->topk_block_elems), cap));
 }
 
-void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, plan_op_t *op)
+double cost_topk_winner_warps(double n, double k)
 {
-    static const char names[2][40] = {"topk_latency_us", "kernel_mem_eff"};
+    if (n <= 0 || k <= 0) return 0;
+    double none = 1;   /* P(a warp holds none of k winners drawn without replacement) */
+    for (int i = 0; i < 32 && none > 0; i++) none *= fmax(0, n - fmin(k, n) - i) / fmax(n - i, 1);
+    return n / 32.0 * (1.0 - none);
+}
+
+void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op)
+{
     double bpr = cost_topk_blocks_per_row(c, rows, n);
-    double excess = fmax(0, ceil(n / bpr) - c->topk_block_elems), t_work = excess * c->topk_elem_s;
-    double bytes = 4.0 * rows * n * c->topk_passes;
-    kernel_op(c, p, OPKIND_TOPK, c->topk_latency_s, c->kernel_mem_eff, names, bytes, 0, LLM_BF16, op);
-    if (bytes > 0 && t_work > 0) op->cost.cap_rate = bytes / t_work;
-    if (excess > 0) calib_note(c->cal, "topk_elem_ns", ceil(n / bpr));
+    double excess = fmax(0, ceil(n / bpr) - c->topk_block_elems);
+    bool l2 = 4.0 * rows * n <= c->l2_bytes;
+    double warps = rows * cost_topk_winner_warps(n, k);
+    double t_work = excess * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s;
+    double bytes = 4.0 * rows * n * c->topk_passes, hbm_rate = c->hbm_Bps * c->kernel_mem_eff;
+    double rate = t_work > 0 ? bytes / t_work : hbm_rate;   /* the walk's own pace */
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 0;
+    op->cost.work = bytes;
+    op->cost.cap_rate = rate;
+    op->uses[op->n_uses++] = (plan_use_t){p->hbm, 1.0 / c->kernel_mem_eff};
+    sm_share(c, p, fmin(rate, hbm_rate), op);
+    op->cost.latency_ps = cost_ps(c->topk_latency_s);
+    op->weight = 1.0;
+    op->launch_ps = cost_ps(c->launch_s);
+    calib_note(c->cal, "topk_latency_us", NAN);
+    calib_note(c->cal, "launch_us", NAN);
+    calib_note(c->cal, "l2_bytes", 4.0 * rows * n);
+    if (!l2) calib_note(c->cal, "kernel_mem_eff", NAN);
+    if (excess > 0) calib_note(c->cal, l2 ? "topk_elem_l2_ns" : "topk_elem_ns", ceil(n / bpr));
+    if (warps > 0) calib_note(c->cal, "topk_winner_ns", warps);
     calib_note(c->cal, "topk_passes", NAN);
     calib_note(c->cal, "topk_block_elems", NAN);
     calib_note(c->cal, "topk_blocks_per_sm", NAN);

@@ -19,7 +19,9 @@
  *                                   scans per family (scan_<family>_latency_us, scan_<family>_mem_eff);
  *                                   attention over winners still in L2 its own (cost_attn_l2)
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
- *   top-k (cost_topk):              topk_latency + topk_elem·max(0, n/blocks_per_row − topk_block_elems)
+ *   top-k (cost_topk):              topk_latency + topk_elem(_l2)·max(0, n/blocks_per_row − topk_block_elems)
+ *                                   + topk_winner·rows·(warps holding a winner); topk_elem_l2 when all
+ *                                   rows' scores fit in L2 (then they do not cross HBM)
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
@@ -77,7 +79,7 @@ typedef struct cost {
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
     double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
-    double topk_elem_s, topk_block_elems, topk_blocks_per_sm;
+    double topk_elem_s, topk_elem_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
 } cost_t;
 
 /* Reads every parameter the forms use from cal. Errors: ERR_NOTFOUND naming a missing one. */
@@ -159,10 +161,17 @@ void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op);
  * most topk_blocks_per_sm·SMs over all rows (at least one per row). */
 double cost_topk_blocks_per_row(const cost_t *c, double rows, double n);
 
-/* Fills op for top-k over `rows` rows of n scores: topk_latency + topk_elem·(scores per block past
- * topk_block_elems); the scores cross HBM topk_passes times; the op holds the share of the SMs its
- * blocks fill. */
-void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, plan_op_t *op);
+/* Warps of 32 consecutive scores that hold at least one of a row's k winners, the k placed at
+ * random among the n: (n/32)·(1 − Π_{i<32} (n − k − i)/(n − i)). kbench's gather pass counts each
+ * such warp once on its row's counter (one atomic per warp; real scores cluster, so fewer). */
+double cost_topk_winner_warps(double n, double k);
+
+/* Fills op for top-k of k over each of `rows` rows of n scores: topk_latency + topk_elem·(scores
+ * per block past topk_block_elems) + topk_winner·rows·cost_topk_winner_warps(n, k). When the rows'
+ * 4·rows·n bytes of scores fit in l2_bytes they stay there (the scan has just written them): the
+ * walk costs topk_elem_l2 a score and nothing crosses HBM; otherwise the scores cross HBM
+ * topk_passes times. The op takes the SMs at its own rate (its blocks fill them). */
+void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {

@@ -401,6 +401,7 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->score_rows = sets;
     double k = (double)c->k;
     double want = prefill ? c->prefill_union * k : mt->u * k;
+    o->select_k = fmin(ceil((prefill ? c->prefill_union * k : k) / P), per_head_scores);
     double units = fmin(ceil(want / P), ceil(n_off / P));     /* pages (P = 1: rows) per KV head */
     if (n_off <= 0) units = 0;
     double rows_per_head = fmin(units * P, n_off);

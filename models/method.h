@@ -116,6 +116,7 @@ typedef struct method_layer {
     double scores;                /* scores the scan writes and top-k reads (a prefill chunk pools its
                                    * queries into one score per token and selection set) */
     double score_rows;            /* selection sets: rows of scores top-k selects over */
+    double select_k;              /* scores top-k keeps of each row (pages for landmark) */
     double tail_hbm_bytes;        /* dense window (bf16) read by the tail attention */
     double attn_hbm_bytes;        /* K/V the main attention reads from HBM */
     double attn_flops, tail_flops, scan_flops;

@@ -127,7 +127,7 @@ static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uin
 {
     plan_op_t op = op_new(OPKIND_TOPK, layer, STREAM_COMPUTE);
     double rows = fmax(ly->score_rows, 1);
-    cost_topk(&b->p->cost, &b->p->paths, rows, ly->scores / rows, &op);
+    cost_topk(&b->p->cost, &b->p->paths, rows, ly->scores / rows, ly->select_k, &op);
     op.bytes_hbm = op.cost.work;
     return add(b, &op, deps, n_deps, id);
 }

@@ -1109,53 +1109,99 @@ static bool is_hbm_kernel(int op)
            op == OPKIND_ATTN_DENSE || op == OPKIND_ATTN_TAIL;
 }
 
-/* Top-k over `heads` rows of n_tokens scores (kbench's radix select): t = lat + elem·x, x the scores
- * per block past topk_block_elems (blocks per row as the cost form gives them, from the grid's
- * configuration), WLS 1/t². Below one full block per row its time is the fixed part alone; past the
- * grid's cap each block walks more scores: the slope is the per-score time of all passes. */
+/* Top-k of k over `heads` rows of n_tokens scores (kbench's radix select), the cost form's terms
+ * (models/cost.h): t = lat + elem_l2·x·[scores in L2] + elem·x·[not] + winner·w, x the scores per
+ * block past topk_block_elems (blocks per row from the grid's configuration), w the rows' warps
+ * holding a winner; WLS 1/t². Below one full block per row only the fixed part and the winners
+ * remain; past the grid's cap each block walks more scores, at the L2's pace when all rows' scores
+ * fit there. A regime without rows walking past a block keeps the other's per-score time. */
+enum { TK_LAT, TK_L2, TK_HBM, TK_WIN, TK_TERMS };
+
+static void topk_terms(const cost_t *c, const kbrow_t *r, double *row)
+{
+    double n = r->n_tokens, rows = r->heads, bpr = cost_topk_blocks_per_row(c, rows, n);
+    double x = fmax(0, ceil(n / bpr) - c->topk_block_elems);
+    bool l2 = 4.0 * rows * n <= c->l2_bytes;
+    row[TK_LAT] = 1;
+    row[TK_L2] = l2 ? x : 0;
+    row[TK_HBM] = l2 ? 0 : x;
+    row[TK_WIN] = rows * cost_topk_winner_warps(n, r->k);
+}
+
 static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     cost_t c = {0};
     int rc = value_of(f, seed, "topk_block_elems", &c.topk_block_elems, e);
     if (!rc) rc = value_of(f, seed, "topk_blocks_per_sm", &c.topk_blocks_per_sm, e);
     if (!rc) rc = value_of(f, seed, "sm_count", &c.sm_count, e);
+    if (!rc) rc = value_of(f, seed, "l2_bytes", &c.l2_bytes, e);
     if (rc) return rc;
     sel_t t = {0};
     for (size_t i = 0; i < rows->n; i++) {
         const kbrow_t *r = rows->v[i];
-        if (is_op(r, OPKIND_TOPK) && alone(r) && r->heads > 0 && r->n_tokens > 0 && sel_add(&t, r))
+        if (is_op(r, OPKIND_TOPK) && alone(r) && r->heads > 0 && r->n_tokens > 0 && r->k > 0 && sel_add(&t, r))
             return free(t.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     }
-    if (t.n < 3) {
-        note(f, "topk_latency_us, topk_elem_ns: not determined (%zu topk rows)", t.n);
-        free(t.v);
-        return ERR_OK;
+    static const char *const names[TK_TERMS] = {"topk_latency_us", "topk_elem_l2_ns", "topk_elem_ns", "topk_winner_ns"};
+    static const double scale[TK_TERMS] = {1, 1e3, 1e3, 1e3};   /* us per unit -> the parameter's unit */
+    double *terms = malloc((t.n + 1) * TK_TERMS * sizeof *terms), *X = malloc((t.n + 1) * TK_TERMS * sizeof *X);
+    double *m = malloc((t.n + 1) * sizeof *m), *w = malloc((t.n + 1) * sizeof *w), *pred = malloc((t.n + 1) * sizeof *pred);
+    if (!terms || !X || !m || !w || !pred) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    /* the terms the rows exercise: a column of zeros cannot be fitted */
+    int col[TK_TERMS], p = 0;
+    for (int j = 0; !rc && j < TK_TERMS; j++) {
+        bool any = false;
+        for (size_t i = 0; i < t.n; i++) {
+            topk_terms(&c, t.v[i], &terms[i * TK_TERMS]);
+            any |= terms[i * TK_TERMS + j] > 0;
+        }
+        if (any) col[p++] = j;
     }
-    double *x = malloc(t.n * sizeof *x), *m = malloc(t.n * sizeof *m), *pred = malloc(t.n * sizeof *pred);
-    rc = (!x || !m || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
     for (size_t i = 0; !rc && i < t.n; i++) {
-        double n = t.v[i]->n_tokens, bpr = cost_topk_blocks_per_row(&c, t.v[i]->heads, n);
-        x[i] = fmax(0, ceil(n / bpr) - c.topk_block_elems);
         m[i] = t.v[i]->t_med_us;
+        w[i] = 1.0 / (m[i] * m[i]);
+        for (int j = 0; j < p; j++) X[i * (size_t)p + j] = terms[i * TK_TERMS + col[j]];
     }
-    static const char how[] = "topk: t = lat + elem*max(0, scores per block - topk_block_elems), WLS 1/t^2 "
-                              "(blocks per row from the radix select's grid configuration)";
+    static const char how[] = "topk: t = lat + elem_l2*x*[scores in L2] + elem*x*[not] + winner*w, x the scores per "
+                              "block past topk_block_elems (blocks per row from the radix select's grid configuration), "
+                              "w the rows' warps holding a winner, WLS 1/t^2";
     lsq_fit_t tf;
     err_t e2;
-    if (!rc && !lsq_line_rel(how, x, m, t.n, &tf, &e2) && tf.coef[1] > 0) {
-        double lo = INFINITY, hi = -INFINITY;   /* the predictor: scores per block */
-        for (size_t i = 0; i < t.n; i++) {
-            lo = fmin(lo, x[i] + c.topk_block_elems);
-            hi = fmax(hi, x[i] + c.topk_block_elems);
+    bool ok = !rc && t.n > (size_t)p && p > 1 && !lsq_wlinear(how, X, m, w, t.n, (size_t)p, &tf, &e2);
+    for (int j = 1; ok && j < p; j++) ok = tf.coef[j] > 0;
+    if (!ok) {
+        if (!rc) note(f, "topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns: not determined (%zu topk rows "
+                         "without positive per-score and per-winner times)", t.n);
+    } else {
+        double v[TK_TERMS] = {0}, se[TK_TERMS] = {0};
+        bool have[TK_TERMS] = {false};
+        for (int j = 0; j < p; j++) v[col[j]] = tf.coef[j], se[col[j]] = tf.se[j], have[col[j]] = true;
+        v[TK_LAT] = fmax(v[TK_LAT], 0);
+        for (int j = 0; j < TK_TERMS; j++) {
+            double lo = INFINITY, hi = -INFINITY;   /* the predictor: scores per block, or warps with a winner */
+            for (size_t i = 0; i < t.n; i++) {
+                double x = terms[i * TK_TERMS + j];
+                if (j != TK_LAT && x <= 0) continue;
+                double n = t.v[i]->n_tokens;
+                if (j != TK_WIN) x = ceil(n / cost_topk_blocks_per_row(&c, t.v[i]->heads, n));
+                lo = fmin(lo, x), hi = fmax(hi, x);
+            }
+            if (have[j]) {
+                put(f, names[j], v[j] * scale[j], se[j] * scale[j], lo, hi, t.v, t.n, how);
+            } else if (j == TK_L2 || j == TK_HBM) {
+                int other = j == TK_L2 ? TK_HBM : TK_L2;
+                v[j] = v[other];
+                put(f, names[j], v[j] * scale[j], se[other] * scale[j], NAN, NAN, t.v, t.n, how);
+                note(f, "%s: no row walks past a block in its regime; held at %s", names[j], names[other]);
+            }
         }
-        put(f, "topk_latency_us", fmax(tf.coef[0], 0), tf.se[0], lo, hi, t.v, t.n, how);
-        put(f, "topk_elem_ns", tf.coef[1] * 1e3, tf.se[1] * 1e3, lo, hi, t.v, t.n, how);
-        for (size_t i = 0; i < t.n; i++) pred[i] = fmax(tf.coef[0], 0) + tf.coef[1] * x[i];
+        for (size_t i = 0; i < t.n; i++) {
+            pred[i] = 0;
+            for (int j = 0; j < TK_TERMS; j++) pred[i] += v[j] * terms[i * TK_TERMS + j];
+        }
         resid(f, "kernel_topk", pred, m, t.n);
-    } else if (!rc) {
-        note(f, "topk_latency_us, topk_elem_ns: not determined (%zu topk rows without a positive slope)", t.n);
     }
-    free(x), free(m), free(pred), free(t.v);
+    free(terms), free(X), free(m), free(w), free(pred), free(t.v);
     return rc;
 }
 

@@ -278,15 +278,30 @@ Test(cost, scan_takes_its_familys_parameters)
     th_machine_free(&t);
 }
 
+/* Warps holding a winner, against counting: one winner among 64 scores sits in one of the 2 warps;
+ * 64 of 64 fill both; 2 of 64 fall in the same warp with probability 31/63, so 2 − 31/63 warps. */
+Test(cost, topk_winner_warps_small_cases)
+{
+    cr_expect_float_eq(cost_topk_winner_warps(64, 1), 1, 1e-12);
+    cr_expect_float_eq(cost_topk_winner_warps(64, 64), 2, 1e-12);
+    cr_expect_float_eq(cost_topk_winner_warps(64, 100), 2, 1e-12);
+    cr_expect_float_eq(cost_topk_winner_warps(64, 2), 2 - 31.0 / 63, 1e-12);
+    cr_expect_float_eq(cost_topk_winner_warps(0, 5), 0, 0);
+}
+
 /* Radix top-k on 132 SMs: a block per 4096 scores of a row, at most 4·132 = 528 over all rows. Past
- * 4096 scores per block each further one costs topk_elem_ns: 8 rows of 4M scores take 66 blocks
- * each, ceil(4194304/66) = 63551 scores per block. */
+ * 4096 scores per block each further one costs topk_elem_ns (topk_elem_l2_ns when the rows' scores
+ * fit in the 60 MiB L2), and each warp holding a winner topk_winner_ns: 8 rows of 4M scores (128
+ * MiB) take 66 blocks each, ceil(4194304/66) = 63551 scores per block; 8 rows of 1M (32 MiB, in
+ * L2) 15888. */
 Test(cost, topk_blocks_and_time)
 {
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     set(t.cal, "topk_latency_us", 50);
     set(t.cal, "topk_elem_ns", 7.5);
+    set(t.cal, "topk_elem_l2_ns", 4.5);
+    set(t.cal, "topk_winner_ns", 2);
     cost_t c;
     cost_paths_t paths;
     err_t e;
@@ -296,20 +311,22 @@ Test(cost, topk_blocks_and_time)
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 8, 4194304), 66, 0);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 128, 262144), 4, 0);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 1000, 1 << 20), 1, 0);
-    static const struct { double rows, n, expect_s; } cases[2] = {
-        {8, 32768, 50e-6},                              /* 4096 per block: the fixed time only */
-        {8, 4194304, 50e-6 + (63551 - 4096) * 7.5e-9},
+    double w4m = 8 * cost_topk_winner_warps(4194304, 2048), w1m = 8 * cost_topk_winner_warps(1048576, 2048);
+    static const struct { double rows, n, k; } cases[3] = {{8, 32768, 1}, {8, 4194304, 2048}, {8, 1048576, 2048}};
+    double hbm_s = 4.0 * 8 * 32768 * get(t.cal, "topk_passes") / (get(t.cal, "hbm_GBps") * 1e9 * get(t.cal, "kernel_mem_eff"));
+    double expect_s[3] = {
+        50e-6 + fmax(8 * 2e-9, hbm_s),                     /* 4096 per block: 8 winners, or the HBM passes */
+        50e-6 + (63551 - 4096) * 7.5e-9 + w4m * 2e-9,
+        50e-6 + (15888 - 4096) * 4.5e-9 + w1m * 2e-9,
     };
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         plan_op_t op;
         memset(&op, 0, sizeof op);
-        cost_topk(&c, &paths, cases[i].rows, cases[i].n, &op);
+        cost_topk(&c, &paths, cases[i].rows, cases[i].n, cases[i].k, &op);
         sim_ps_t alone;
         cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
-        double bytes_s = 4.0 * cases[i].rows * cases[i].n * get(t.cal, "topk_passes") /
-                         (get(t.cal, "hbm_GBps") * 1e9 * get(t.cal, "kernel_mem_eff"));
-        double expect = i ? cases[i].expect_s : cases[i].expect_s + bytes_s;   /* HBM binds when no block walks more */
-        cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "case %d: %g vs %g", i, (double)alone * 1e-12, expect);
+        cr_expect(fabs((double)alone * 1e-12 - expect_s[i]) < 1e-9, "case %d: %g vs %g", i, (double)alone * 1e-12,
+                  expect_s[i]);
     }
     th_machine_free(&t);
 }

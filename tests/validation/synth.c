@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -41,7 +41,28 @@ typedef struct out {
     const char *layout;
     double heads;   /* > 0: the heads column (else 8 where n_tokens is set) */
     double chunk;   /* > 0: the chunk_tokens column */
+    double k;       /* > 0: the k column */
 } out_t;
+
+/* Warps of 32 scores holding one of k winners placed at random among n, averaged over 200 draws
+ * (a Monte Carlo count, independent of the cost form's closed form). */
+static double winner_warps(gsl_rng *rng, double n, double k)
+{
+    size_t nn = (size_t)n, kk = (size_t)fmin(k, n), warps = (nn + 31) / 32, hit = 0;
+    unsigned char *taken = malloc(nn), *w = malloc(warps);
+    for (int d = 0; taken && w && d < 200; d++) {
+        memset(taken, 0, nn);
+        memset(w, 0, warps);
+        for (size_t i = 0; i < kk;) {
+            size_t at = gsl_rng_uniform_int(rng, nn);
+            if (taken[at]) continue;
+            taken[at] = 1, i++;
+            hit += !w[at / 32], w[at / 32] = 1;
+        }
+    }
+    free(taken), free(w);
+    return hit / 200.0;
+}
 
 static double jitter(out_t *o, double t) { return t * (1 + o->noise * gsl_ran_gaussian(o->rng, 1.0)); }
 
@@ -56,7 +77,8 @@ static void row(out_t *o, const char *suite, const char *op, const char *variant
 #define N(v) ((v) >= 0 ? fprintf(f, "%.0f,", (double)(v)) : fprintf(f, ","))
     N(n_tokens);
     N(o->heads > 0 ? o->heads : n_tokens >= 0 ? 8 : -1);
-    fprintf(f, ",,");
+    fprintf(f, ",");
+    N(o->k > 0 ? o->k : -1);
     N(batch);
     N(piece);
     N(region);
@@ -131,7 +153,7 @@ static void two_phase(double b1, double r1, double a1, double l1, double b2, dou
 int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
                     unsigned long seed)
 {
-    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0, 0};
+    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0, 0, 0};
     if (!o.rng) return -1;
     gsl_rng_set(o.rng, seed);
     o.fp = open_csv(dir, "link.csv", "link", device);
@@ -240,17 +262,23 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             double b = n * bpt[k] * 8;
             row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
         }
-    /* top-k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over all
-     * rows; past 4096 scores per block each further one costs topk_elem_ns */
+    /* top-k of k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over
+     * all rows; past 4096 scores per block each further one costs topk_elem_ns (topk_elem_l2_ns when
+     * the rows' scores fit in the 60 MiB L2), each warp of 32 scores holding a winner topk_winner_ns
+     * (the expected count by simulation of the k placed at random, 200 draws) */
     static const double trows[4] = {8, 32, 64, 128};
     for (int ri = 0; ri < 4; ri++)
-        for (double n = 4096; n <= 1048576; n *= 4) {
-            double bpr = fmax(1, fmin(ceil(n / 4096), fmax(1, floor(4 * 132 / trows[ri]))));
-            double excess = fmax(0, ceil(n / bpr) - 4096);
-            o.heads = trows[ri];
-            row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * trows[ri] * n * 4,
-                t->topk_latency_us + excess * t->topk_elem_ns * 1e-3, -1, "fathom", 1, -1);
-        }
+        for (double n = 4096; n <= 1048576; n *= 4)
+            for (o.k = 256; o.k <= 2048; o.k *= 8) {
+                double bpr = fmax(1, fmin(ceil(n / 4096), fmax(1, floor(4 * 132 / trows[ri]))));
+                double excess = fmax(0, ceil(n / bpr) - 4096);
+                double elem = 4 * trows[ri] * n <= 60 * MIB ? t->topk_elem_l2_ns : t->topk_elem_ns;
+                o.heads = trows[ri];
+                row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * trows[ri] * n * 4,
+                    t->topk_latency_us + (excess * elem + trows[ri] * winner_warps(o.rng, n, o.k) * t->topk_winner_ns) * 1e-3,
+                    -1, "fathom", 1, -1);
+            }
+    o.k = 0;
     o.heads = 0;
     double peak = 989e12 * t->gemm_compute_eff;
     static const char *const shapes[3] = {"o", "qkv", "mlp"};

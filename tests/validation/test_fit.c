@@ -100,6 +100,8 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "kernel_mem_eff", t.kernel_mem_eff, 0);
     near(f, "topk_latency_us", t.topk_latency_us, 0.002);
     near(f, "topk_elem_ns", t.topk_elem_ns, 0.002);
+    near(f, "topk_elem_l2_ns", t.topk_elem_l2_ns, 0.01);
+    near(f, "topk_winner_ns", t.topk_winner_ns, 0.02);
     near(f, "gemm_latency_us", t.gemm_latency_us, 0.01);
     near(f, "gemm_mem_eff", t.gemm_mem_eff, 0.002);
     near(f, "gemm_compute_eff", t.gemm_compute_eff, 0.002);
