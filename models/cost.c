@@ -8,15 +8,27 @@
 
 sim_ps_t cost_ps(double seconds) { return (sim_ps_t)ceil(seconds * (double)SIM_PS_PER_S); }
 
-const char *const cost_scan_families[COST_SCAN_FAMILIES] = {"pertoken", "sparq", "fathom", "hashattn", "landmark"};
+const char *const cost_scan_families[COST_SCAN_FAMILIES] = {"pertoken",  "sparq",     "fathom",    "hashattn",
+                                                            "landmark",  "fathom_v1", "fathom_v2", "fathom_qh"};
 
 int cost_scan_family(const char *name)
 {
     size_t n = strlen(name);
-    while (n > 0 && name[n - 1] >= '0' && name[n - 1] <= '9') n--;
-    for (int i = 0; i < COST_SCAN_FAMILIES; i++)
-        if (strlen(cost_scan_families[i]) == n && !strncmp(cost_scan_families[i], name, n)) return i;
+    for (int pass = 0; pass < 2; pass++) {   /* the name as it is, then without its trailing digits */
+        for (int i = 0; i < COST_SCAN_FAMILIES; i++)
+            if (strlen(cost_scan_families[i]) == n && !strncmp(cost_scan_families[i], name, n)) return i;
+        while (n > 0 && name[n - 1] >= '0' && name[n - 1] <= '9') n--;
+    }
     return -1;
+}
+
+int cost_scan_form(int family, const char *form)
+{
+    if (family < 0 || family >= COST_SCAN_FAMILIES || strchr(cost_scan_families[family], '_')) return -1;
+    if (!form || !*form) return family;
+    char name[64];
+    snprintf(name, sizeof name, "%s_%s", cost_scan_families[family], form);
+    return cost_scan_family(name);
 }
 
 /* Reads a fixed time and an efficiency by the names in names[2], falling back to the names in

@@ -45,12 +45,20 @@
 
 /* Index scans differ per method in what binds them (integer unpacking of bit planes, popcounts of
  * signatures, byte streaming of packed rows or page summaries), so each family has its own fixed
- * time and HBM efficiency. The names are kbench's scan variants without their trailing digits. */
-#define COST_SCAN_FAMILIES 5
+ * time and HBM efficiency. The names are kbench's scan variants without their trailing digits;
+ * after the methods' come the other implementations kbench measured of one method's scan, named
+ * <method>_<form>: Fathom's numbered plane-scan kernels v1 (a thread per token) and v2 (batched
+ * loads), where the steps run v3, and its scan of each query head apart (qh: kbench's v2 with 4
+ * query heads; v3 scores their sum only). */
+#define COST_SCAN_FAMILIES 8
 extern const char *const cost_scan_families[COST_SCAN_FAMILIES];
 
-/* Index of the scan family `name` names ("fathom", "landmark16" → "landmark"), or -1. */
+/* Index of the scan family `name` names ("fathom", "landmark16" → "landmark", "fathom_v1"), or -1. */
 int cost_scan_family(const char *name);
+
+/* The family of method family `family`'s scan in form `form` ("v1", "v2", "qh"; NULL or "": the
+ * family itself), or -1 when kbench measured no such form. */
+int cost_scan_form(int family, const char *form);
 
 /* The parameter values of one platform, SI units, read once from a profile. */
 typedef struct cost {

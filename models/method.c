@@ -14,6 +14,7 @@ static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
+static const char *const scan_kernel_names[] = {"v3", "v1", "v2", NULL};
 
 #define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
 static const cfg_param_t method_params[] = {
@@ -46,6 +47,8 @@ static const cfg_param_t method_params[] = {
     P_("tier", CFG_T_ENUM, tier, "dram", 1, 0, tier_names, "where host-side K/V and index live: host DRAM or the CXL tier"),
     P_("kv_placement", CFG_T_ENUM, kv_placement, "host", 1, 0, kv_place_names,
        "K/V offloaded to the host (read over the link), or kept whole in HBM (winners read in place)"),
+    P_("scan_kernel", CFG_T_ENUM, scan_kernel, "v3", 1, 0, scan_kernel_names,
+       "Fathom's plane-scan kernel as kbench numbers them: v3 (the steps'), v2 (batched loads), v1 (a thread per token)"),
     P_("seed", CFG_T_INT, seed, "1", 0, 1e18, NULL, "seed of the Fathom planner's statistics"),
     P_("queries", CFG_T_INT, queries, "512", 16, 1e7, NULL, "queries sampled by the Fathom planner's statistics"),
 };
@@ -224,11 +227,24 @@ static int resolve_selection(method_t *mt, err_t *e)
                        (long long)c->page);
     if (c->k_from_planes && c->method == METHOD_DENSE)
         return err_set(e, ERR_INVAL, "k_from_planes: dense reads every K row, there are no winners");
+    if (c->scan_kernel && c->method != METHOD_FATHOM)
+        return err_set(e, ERR_INVAL, "scan_kernel %s: kbench numbers Fathom's plane-scan kernels only, not %s's",
+                       scan_kernel_names[c->scan_kernel], method_names[c->method]);
+    if (c->scan_kernel && mt->select == SELECT_QUERY_HEAD)
+        return err_set(e, ERR_INVAL, "scan_kernel %s with select query_head: Fathom's per-query-head scan is one kernel of its own",
+                       scan_kernel_names[c->scan_kernel]);
     return ERR_OK;
+}
+
+const char *method_scan_form(const method_t *mt)
+{
+    if (mt->cfg.method == METHOD_FATHOM && mt->select == SELECT_QUERY_HEAD) return "qh";
+    return mt->cfg.scan_kernel ? scan_kernel_names[mt->cfg.scan_kernel] : NULL;
 }
 
 int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e)
 {
+    *out = NULL;
     method_t *mt = calloc(1, sizeof *mt);
     if (!mt) return err_set(e, ERR_NOMEM, "method: out of memory");
     mt->cfg = *cfg;

@@ -69,6 +69,7 @@ typedef struct method_cfg {
     int64_t prefetch;       /* index/KV buffers per layer ahead of use (≥ 1: prefetch a layer early) */
     int tier;               /* method_tier_t: where host-side K/V and index live */
     int kv_placement;       /* method_kv_place_t: K/V offloaded to the host, or kept whole in HBM */
+    int scan_kernel;        /* 0: v3 (the steps' plane-scan kernel), 1: v1, 2: v2 (kbench's others; Fathom) */
     int64_t seed;           /* Fathom statistics seed */
     int64_t queries;        /* Fathom statistics queries */
 } method_cfg_t;
@@ -90,6 +91,10 @@ void method_free(method_t *mt);
 
 const method_cfg_t *method_cfg(const method_t *mt);
 const llm_t *method_llm(const method_t *mt);
+/* The form of the scan when it is not the method's usual one, as models/cost.h names them: "v1" or
+ * "v2" (kbench's other plane-scan kernels), "qh" (Fathom scoring each query head apart); else NULL. */
+const char *method_scan_form(const method_t *mt);
+
 /* The resolved selection and layout (defaults filled in), union factor, and budget. */
 method_select_t method_select(const method_t *mt);
 method_layout_t method_layout(const method_t *mt);

@@ -47,7 +47,7 @@ int provider_new_shared(const method_t *mt, const hw_t *hw, calib_t *cal, provid
 int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_t *cal, provider_t **out,
                  err_t *e)
 {
-    method_t *mt;
+    method_t *mt = NULL;
     int rc = method_new(cfg, m, &mt, e);
     if (!rc) rc = provider_new_shared(mt, hw, cal, out, e);
     if (rc) {
@@ -113,7 +113,7 @@ static int add_kernel(builder_t *b, int kind, int layer, double bytes, double fl
     const method_cfg_t *c = method_cfg(b->p->mt);
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
     if (kind == OPKIND_SCAN)
-        cost_scan(&b->p->cost, &b->p->paths, cost_scan_family(method_names[c->method]), bytes, flops,
+        cost_scan(&b->p->cost, &b->p->paths, cost_scan_form(cost_scan_family(method_names[c->method]), method_scan_form(b->p->mt)), bytes, flops,
                   (llm_dtype_t)c->kv_dtype, &op);
     else
         cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);

@@ -1287,40 +1287,91 @@ static bool l2_resident(const kbrow_t *r) { return strstr(r->layout, ";l2") != N
 
 static double get_qheads(const kbrow_t *r) { return isnan(r->qheads) ? 1 : r->qheads; }
 
-/* Each scan family's own fit (models/cost.h: kbench variants without their digits), over the rows
- * with the family's usual query heads per KV head (a Fathom scan of four separate query heads is
- * another kernel configuration than the steps' summed query). Families without rows keep the scan
- * kind's values (scan_lat, scan_eff) through the cost forms' fallback. */
-static int fit_scan_families(fit_t *f, const sel_t *scans, double hbm, double scan_lat, double scan_eff, err_t *e)
+/* An HBM kernel's single-op row: alone, with bytes, its data in HBM, not reading winners left in L2. */
+static bool hbm_kernel_row(const kbrow_t *r)
+{
+    return is_hbm_kernel(r->op) && alone(r) && r->bytes_moved > 0 && strcmp(r->placement, "host") && !l2_resident(r);
+}
+
+/* The scan family a kbench scan row measures: its variant's (the methods' names, models/cost.h), in
+ * the form its layout or query heads name: "...;kernelN" → <family>_vN, a scan of several query
+ * heads per KV head apart → <family>_qh where that form exists (HashAttention's usual scan is
+ * per query head); -1 for a form kbench measured but the catalogs do not name. */
+static int row_scan_family(const kbrow_t *r)
+{
+    int fam = cost_scan_family(r->variant);
+    const char *k = strstr(r->layout, ";kernel");
+    char form[16] = "";
+    if (k) snprintf(form, sizeof form, "v%d", atoi(k + 7));
+    else if (get_qheads(r) > 1 && cost_scan_form(fam, "qh") >= 0) snprintf(form, sizeof form, "qh");
+    return cost_scan_form(fam, form);
+}
+
+/* A form's efficiency from its rows with its method's fixed time held (kbench measured each other
+ * kernel at one size of the fit set): eff = mean of bytes/((t − lat)·hbm); its error carries the
+ * fixed time's. */
+static int fit_form(fit_t *f, const sel_t *s, double hbm, const char *base_lat, const char *label,
+                    const char *nl, const char *ne, err_t *e)
+{
+    const fit_param_t *bp = fit_find(f, base_lat);
+    if (!bp) {
+        note(f, "%s: not fitted (%s not determined)", label, base_lat);
+        return ERR_OK;
+    }
+    double lat = bp->value, sum = 0, sum_se = 0, lo, hi;
+    for (size_t j = 0; j < s->n; j++) {
+        double dt = s->v[j]->t_med_us - lat, eff = s->v[j]->bytes_moved / (dt * hbm * 1e3);
+        if (!(dt > 0)) return note(f, "%s: not fitted (a row within %s)", label, base_lat), ERR_OK;
+        sum += eff;
+        sum_se += eff * bp->stderr_v / dt;
+    }
+    range_of(s, get_bytes, &lo, &hi);
+    char how[160];
+    snprintf(how, sizeof how, "this kernel's t = lat + bytes/(eff*hbm) with lat held at %s (%zu row%s)", base_lat,
+             s->n, s->n > 1 ? "s" : "");
+    put(f, nl, lat, bp->stderr_v, lo, hi, s->v, s->n, how);
+    put(f, ne, sum / (double)s->n, sum_se / (double)s->n, lo, hi, s->v, s->n, how);
+    double *t = malloc(s->n * sizeof *t), *pred = malloc(s->n * sizeof *pred);
+    if (!t || !pred) {
+        free(t), free(pred);
+        return err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    for (size_t j = 0; j < s->n; j++) {
+        t[j] = s->v[j]->t_med_us;
+        pred[j] = lat + s->v[j]->bytes_moved / (sum / (double)s->n * hbm * 1e3);
+    }
+    char name[80];
+    snprintf(name, sizeof name, "kernel_%s", label);
+    resid(f, name, pred, t, s->n);
+    free(t), free(pred);
+    return ERR_OK;
+}
+
+/* Each scan family's own fit (models/cost.h), over the HBM scan rows of `rows` (row_scan_family):
+ * a method's with three sizes or more its own fixed time and efficiency; another form of a
+ * method's scan its efficiency with the method's fixed time (fit_form). Families without rows keep
+ * the scan kind's values (scan_lat, scan_eff) through the cost forms' fallback. */
+static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double scan_lat, double scan_eff, err_t *e)
 {
     int rc = ERR_OK;
     for (int fam = 0; fam < COST_SCAN_FAMILIES && !rc; fam++) {
-        sel_t fs = {0}, use = {0};
-        for (size_t j = 0; j < scans->n && !rc; j++)
-            if (cost_scan_family(scans->v[j]->variant) == fam && sel_add(&fs, scans->v[j])) rc = ERR_NOMEM;
-        /* the most common query-head count among the family's rows */
-        double q = NAN;
-        size_t best = 0;
-        for (size_t j = 0; j < fs.n; j++) {
-            size_t c = 0;
-            for (size_t k = 0; k < fs.n; k++) c += get_qheads(fs.v[k]) == get_qheads(fs.v[j]);
-            if (c > best) best = c, q = get_qheads(fs.v[j]);
-        }
-        for (size_t j = 0; j < fs.n && !rc; j++)
-            if (get_qheads(fs.v[j]) == q && sel_add(&use, fs.v[j])) rc = ERR_NOMEM;
-        if (!rc && use.n < fs.n)
-            note(f, "scan %s: %zu rows with other than %g query heads per KV head left out of its own fit",
-                 cost_scan_families[fam], fs.n - use.n, q);
-        char nl[64], ne[64], label[64];
+        sel_t fs = {0};
+        for (size_t j = 0; j < rows->n && !rc; j++)
+            if (rows->v[j]->op == OPKIND_SCAN && hbm_kernel_row(rows->v[j]) && row_scan_family(rows->v[j]) == fam &&
+                sel_add(&fs, rows->v[j]))
+                rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        char nl[64], ne[64], label[64], base[64];
         snprintf(nl, sizeof nl, "scan_%s_latency_us", cost_scan_families[fam]);
         snprintf(ne, sizeof ne, "scan_%s_mem_eff", cost_scan_families[fam]);
         snprintf(label, sizeof label, "scan_%s", cost_scan_families[fam]);
+        snprintf(base, sizeof base, "scan_%.*s_latency_us", (int)strcspn(cost_scan_families[fam], "_"), cost_scan_families[fam]);
         double l = scan_lat, ef = scan_eff;
-        if (!rc && use.n) rc = fit_own(f, &use, get_bytes, hbm, true, label, nl, ne, &l, &ef, e);
+        bool form = strcmp(base, nl) != 0;
+        if (!rc && fs.n && form) rc = fit_form(f, &fs, hbm, base, label, nl, ne, e);
+        else if (!rc && fs.n) rc = fit_own(f, &fs, get_bytes, hbm, true, label, nl, ne, &l, &ef, e);
         free(fs.v);
-        free(use.v);
     }
-    return rc == ERR_NOMEM ? err_set(e, ERR_NOMEM, "fit: out of memory") : rc;
+    return rc;
 }
 
 /* The bytes the query heads read: a K/V head's row once per query head attending it (the plans'
@@ -1403,9 +1454,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     sel_t s = {0};
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
-        if (is_hbm_kernel(r->op) && alone(r) && r->bytes_moved > 0 && strcmp(r->placement, "host") && !other_kernel(r) &&
-            !l2_resident(r))
-            rc = sel_add(&s, r);
+        if (hbm_kernel_row(r) && !other_kernel(r)) rc = sel_add(&s, r);
     }
     if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
     if (s.n < 3) {
@@ -1448,7 +1497,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
             double op_lat = lat, op_eff = eff;
             if (!rc) rc = fit_own(f, &os, get_bytes, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
-            if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, &os, hbm, op_lat, op_eff, e);
+            if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, rows, hbm, op_lat, op_eff, e);
             free(os.v);
         }
     }

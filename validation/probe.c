@@ -108,6 +108,12 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     if (r->k > 0 && strcmp(mname, "dense")) put_num(fp, "k", r->k);
     if (!strcmp(mname, "landmark") && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
+    /* kbench's other numbered plane-scan kernels ("...;kernelN") and its Fathom scan of each query
+     * head apart (a kernels-suite scan row of several query heads; in steps qheads is the group) */
+    const char *kn = strstr(r->layout, ";kernel");
+    if (kn && !strcmp(mname, "fathom")) fprintf(fp, ", scan_kernel: v%d", atoi(kn + 7));
+    bool kernels_scan = r->op == OPKIND_SCAN && !strcmp(r->suite, "kernels");
+    if (kernels_scan && !strcmp(mname, "fathom") && r->qheads > 1) select = "query_head";
     if (select) put_str(fp, "select", select);
     /* kbench fetches each query head's HashAttention winners without removing duplicates: the union
      * of a KV head's G sets is G·k rows (kernels/NOTES.md) */

@@ -35,5 +35,8 @@ expect 2 "unknown option" -- $odsim run tests/data/small.yaml --bogus
 expect 2 "no scenario given" -- $odsim run
 expect 2 "--replications: expected 1..1000" -- $odsim run tests/data/small.yaml --replications -3
 expect 2 "unknown command 'rnu'" -- $odsim rnu
+# a method the model cannot resolve: its message, not a crash (the provider once freed an unset pointer)
+expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32K --method pertoken --layout page
+expect 1 "Fathom's plane-scan kernels only" -- $odsim plan --model qwen3-8b --context 32K --method sparq --scan-kernel v1
 [ $fail -eq 0 ] || exit 1
 echo "bad input: every case failed cleanly with its message"

@@ -196,7 +196,10 @@ Test(bytes, invalid_combinations_are_errors)
                          "method: pertoken\nselect: query_head\nunion: 9",
                          "method: dense\nbudget: 8",
                          "method: pertoken\nplacement: \"layers:3-1\"",
-                         "method: pertoken\nplacement: \"layers:0-36\""};
+                         "method: pertoken\nplacement: \"layers:0-36\"",
+                         "method: sparq\nscan_kernel: v1",
+                         "method: fathom\nscan_kernel: v2\nselect: query_head",
+                         "method: fathom\nscan_kernel: v4"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_t e;
         cfg_doc_t *d;

@@ -35,6 +35,15 @@ Test(cost, scan_families_are_kbench_variants_without_digits)
     cr_expect_eq(cost_scan_family("hash"), -1);
     cr_expect_eq(cost_scan_family("123"), -1);
     for (int m = 1; m < METHOD_COUNT; m++) cr_expect_geq(cost_scan_family(method_names[m]), 0, "%s", method_names[m]);
+    /* a method's other forms: named in full, reached from the method's family */
+    int fathom = cost_scan_family("fathom");
+    cr_expect_str_eq(cost_scan_families[cost_scan_family("fathom_v1")], "fathom_v1");
+    cr_expect_eq(cost_scan_form(fathom, "v2"), cost_scan_family("fathom_v2"));
+    cr_expect_eq(cost_scan_form(fathom, "qh"), cost_scan_family("fathom_qh"));
+    cr_expect_eq(cost_scan_form(fathom, NULL), fathom);
+    cr_expect_eq(cost_scan_form(fathom, "v3"), -1);
+    cr_expect_eq(cost_scan_form(cost_scan_family("hashattn"), "qh"), -1);
+    cr_expect_eq(cost_scan_form(cost_scan_family("fathom_v1"), "v2"), -1);   /* no form of a form */
 }
 
 /* H200 preset: 132 SMs, 16 blocks per SM over all heads, at least 64 rows per split. */
@@ -252,7 +261,8 @@ Test(cost, channel_copies_chain_their_setups)
     th_machine_free(&t);
 }
 
-/* A method's scan takes its family's fixed time, not the scan kind's. */
+/* A method's scan takes its family's fixed time, not the scan kind's; Fathom's other kernels and its
+ * per-query-head scan theirs. */
 Test(cost, scan_takes_its_familys_parameters)
 {
     tmachine_t t;
@@ -260,9 +270,13 @@ Test(cost, scan_takes_its_familys_parameters)
     set(t.cal, "scan_latency_us", 1);
     set(t.cal, "scan_landmark_latency_us", 7);
     set(t.cal, "scan_hashattn_latency_us", 5);
-    static const struct { const char *yaml; double lat_us; } cases[2] = {{"method: landmark\npage: 16", 7},
-                                                                         {"method: hashattn", 5}};
-    for (int c = 0; c < 2; c++) {
+    set(t.cal, "scan_fathom_latency_us", 6);
+    set(t.cal, "scan_fathom_v1_latency_us", 11);
+    set(t.cal, "scan_fathom_qh_latency_us", 13);
+    static const struct { const char *yaml; double lat_us; } cases[5] = {
+        {"method: landmark\npage: 16", 7}, {"method: hashattn", 5}, {"method: fathom", 6},
+        {"method: fathom\nscan_kernel: v1", 11}, {"method: fathom\nselect: query_head", 13}};
+    for (int c = 0; c < 5; c++) {
         plan_t plan;
         provider_t *p = build(&t, cases[c].yaml, 65536, &plan);
         int scans = 0;

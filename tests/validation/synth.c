@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -262,6 +262,16 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             double b = n * bpt[k] * 8;
             row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
         }
+    /* Fathom's scan as the kernel (variant fathom), and kbench's numbered kernel 1 at one size:
+     * the fit holds its fixed time at Fathom's and finds its efficiency */
+    for (double n = 4096; n <= 262144; n *= 4) {
+        double b = n * 7 * 8;
+        row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
+    }
+    o.layout = "full;kernel1";
+    row(&o, "kernels", "scan", "fathom", 65536, -1, -1, -1, -1, -1, "alone", 65536 * 7 * 8,
+        t->kernel_latency_us + 65536 * 7 * 8 / (t->hbm_GBps * 1e3 * t->scan_fathom_v1_mem_eff), -1, "fathom", 1, -1);
+    o.layout = NULL;
     /* top-k of k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over
      * all rows; past 4096 scores per block each further one costs topk_elem_ns (topk_elem_l2_ns when
      * the rows' scores fit in the 60 MiB L2), each warp of 32 scores holding a winner topk_winner_ns
