@@ -157,6 +157,14 @@ static const char *root_path(const char *rel, char *buf, size_t n)
     return buf;
 }
 
+/* The copy engine's hand-off to a kernel waiting on a copy (seeded from the presets: always there). */
+static sim_ps_t handoff_ps(const calib_t *cal)
+{
+    double us = 0;
+    err_t e;
+    return calib_get(cal, "ce_handoff_us", &us, &e) ? 0 : cost_ps(us * 1e-6);
+}
+
 static int setup(ctx_t *c, err_t *e)
 {
     char p[4096], dir[4096];
@@ -190,19 +198,7 @@ static int setup(ctx_t *c, err_t *e)
     c->finish = calloc(n + 1, sizeof *c->finish);
     c->alone = calloc(n + 1, sizeof *c->alone);
     if (!c->finish || !c->alone) return err_set(e, ERR_NOMEM, "out of memory");
-    sim_ps_t stream_free[256] = {0};
-    for (uint32_t i = 0; i < n; i++) {
-        const plan_op_t *o = &c->plan.ops[i];
-        sim_ps_t start = stream_free[o->stream];
-        for (uint32_t k = 0; k < o->n_deps; k++) {
-            sim_ps_t f = c->finish[c->plan.deps[o->dep_first + k]];
-            if (f > start) start = f;
-        }
-        if ((rc = cost_op_alone_ps(o, c->sim, &c->alone[i], e))) return rc;
-        c->finish[i] = start + c->alone[i];
-        stream_free[o->stream] = c->finish[i];
-    }
-    return ERR_OK;
+    return plan_finish_ps(&c->plan, c->sim, handoff_ps(c->cal), c->finish, c->alone, e);
 }
 
 static const char *op_path(const plan_op_t *o)
@@ -456,7 +452,7 @@ static int plan_main(int argc, char **argv)
         return cmd_fail("plan", "%s", e.msg);
     }
     sim_ps_t step_ps = 0;
-    if (plan_standalone_ps(&c.plan, c.sim, &step_ps, &e)) {
+    if (plan_standalone_ps(&c.plan, c.sim, handoff_ps(c.cal), &step_ps, &e)) {
         ctx_free(&c);
         return cmd_fail("plan", "%s", e.msg);
     }

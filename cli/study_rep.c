@@ -230,6 +230,7 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .latency_on_device = pt->serving.latency_from == SCN_LATENCY_DEVICE,
         .timeslice_ps = (sim_ps_t)(rep->cost.timeslice_s * (double)SIM_PS_PER_S),
         .ctx_switch_ps = (sim_ps_t)(rep->cost.ctx_switch_s * (double)SIM_PS_PER_S),
+        .copy_handoff_ps = cost_ps(rep->cost.ce_handoff_s),
         .jitter_abs_s = pt->run.jitter ? rep->cost.jitter_s : 0, .jitter_rel = pt->run.jitter ? rep->cost.jitter_rel : 0,
         .jitter_seed = study_seed(pt, k, STUDY_STREAM_JITTER),
         .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),

@@ -74,7 +74,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
         F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
         F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
         F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
@@ -422,21 +422,3 @@ void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, 
     calib_note(c->cal, "launch_us", NAN);
 }
 
-int cost_op_alone_ps(const plan_op_t *op, const sim_t *sim, sim_ps_t *out, err_t *e)
-{
-    plan_cost_t c = op->cost;
-    if (op->cost_fn) {
-        int rc = op->cost_fn(op->cost_model, 1, &c);
-        if (rc) return err_set(e, rc, "cost model failed");
-    }
-    double rate = c.cap_rate > 0 ? c.cap_rate : INFINITY;
-    for (uint32_t u = 0; u < op->n_uses; u++) {
-        if (op->uses[u].res < 0 || (size_t)op->uses[u].res >= sim_res_count(sim))
-            return err_set(e, ERR_INVAL, "resource %d not in this simulator", op->uses[u].res);
-        double r = sim_res_capacity(sim, op->uses[u].res) / op->uses[u].coef;
-        if (r < rate) rate = r;
-    }
-    double t_s = (c.work > 0 && isfinite(rate)) ? c.work / rate : 0.0;
-    *out = c.latency_ps + (sim_ps_t)ceil(t_s * (double)SIM_PS_PER_S);
-    return ERR_OK;
-}

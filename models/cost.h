@@ -64,7 +64,7 @@ int cost_scan_form(int family, const char *form);
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
-    double ce_latency_s, ce_b2b_gap_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
+    double ce_latency_s, ce_b2b_gap_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB (rows not warm) */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
@@ -198,9 +198,6 @@ void cost_gemm_init(const cost_t *c, double weight_bytes, double act_bytes_per_t
 int cost_gemm_fn(const void *model, uint32_t batch, plan_cost_t *out);
 /* Fills op for GEMM g (cost for batch 1, cost_fn set; g must outlive the plan's execution). */
 void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, plan_op_t *op);
-
-/* An op's time alone on an idle machine (as plan_standalone_ps counts it). Errors: ERR_INVAL. */
-int cost_op_alone_ps(const plan_op_t *op, const sim_t *sim, sim_ps_t *out, err_t *e);
 
 /* Seconds to picoseconds, rounded up. */
 sim_ps_t cost_ps(double seconds);

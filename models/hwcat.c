@@ -38,6 +38,7 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("ce2d_row_ns", "ns", "extra time per row of a 2D copy"),
     NONNEG("ce2d_page_row_ns", "ns", "extra time per row of a 2D copy whose rows lie a host page or more apart"),
     NONNEG("ce_b2b_gap_us", "us", "time each further copy of a chain issued back to back adds instead of ce_latency_us"),
+    NONNEG("ce_handoff_us", "us", "a kernel waiting on a copy-engine copy starts this long after the copy ends (its completion reaching the SMs)"),
     NONNEG("cebatch_piece_us", "us", "time per piece of a batched copy"),
     POS("ce_weight", "", "max-min weight of copy-engine flows"),
     NONNEG("gather_latency_us", "us", "fixed time of an SM zero-copy gather kernel"),

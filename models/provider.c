@@ -93,6 +93,8 @@ static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_dep
     uint32_t d[8], n = 0;
     for (uint32_t i = 0; i < n_deps; i++)
         if (deps[i] != UINT32_MAX) d[n++] = deps[i];
+    for (uint32_t i = 0; i < n; i++)   /* the engine delays a kernel waiting on a copy by it */
+        if (d[i] < b->out->n_ops && plan_handoff(&b->out->ops[d[i]], op)) calib_note(b->p->cost.cal, "ce_handoff_us", NAN);
     return plan_add(b->out, op, d, n, id, b->e);
 }
 

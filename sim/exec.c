@@ -606,6 +606,22 @@ static void gpu_release(exec_t *x, gpu_t *g)
 
 static void run_complete(run_t *r);
 
+/* A kernel after a copy-engine op: its start waits for the copy's completion to reach the SMs. */
+static bool handoff(const exec_t *x, const xop_t *pred, const xop_t *succ)
+{
+    return x->cfg.copy_handoff_ps > 0 && plan_handoff(&pred->op, &succ->op);
+}
+
+/* One predecessor of s is done (after its hand-off, if any). */
+static void dep_done(sim_t *sim, void *arg)
+{
+    xop_t *s = arg;
+    if (--s->pending) return;
+    s->t_deps = sim_now(sim);
+    op_try_start(s);
+    if (s->pos == s->run->next_launch) run_kick_launch(s->run);
+}
+
 static void op_finish(xop_t *o)
 {
     run_t *r = o->run;
@@ -631,10 +647,11 @@ static void op_finish(xop_t *o)
     if (slice) g->owner_running--;
     for (uint32_t k = 0; k < o->n_succ; k++) {
         xop_t *s = &r->ops[r->succ[o->succ_first + k]];
-        if (--s->pending == 0) {
-            s->t_deps = sim_now(x->sim);
-            op_try_start(s);
-            if (s->pos == r->next_launch) run_kick_launch(r);
+        err_t e;
+        if (handoff(x, o, s)) {
+            if (sim_at(x->sim, sim_now(x->sim) + x->cfg.copy_handoff_ps, dep_done, s, &e)) fail_err(x, &e);
+        } else {
+            dep_done(x->sim, s);
         }
     }
     if (slice) gpu_release(x, g);   /* after its successors had their chance within the slice */
@@ -769,7 +786,8 @@ static sim_ps_t run_standalone_ps(const run_t *r)
         if (fin[i] > worst) worst = fin[i];
         for (uint32_t k = 0; k < o->n_succ; k++) {
             uint32_t s = r->succ[o->succ_first + k];
-            if (fin[i] > start[s]) start[s] = fin[i];
+            sim_ps_t ready = fin[i] + (handoff(r->x, o, &r->ops[s]) ? r->x->cfg.copy_handoff_ps : 0);
+            if (ready > start[s]) start[s] = ready;
         }
     }
     free(start);
@@ -1045,7 +1063,7 @@ static int sess_build(sess_t *s, err_t *e)
     plan_reset(target, s->req.phase, chunk);
     int rc = s->prov.ops->build(s->prov.self, &s->env, &s->req, target, e);
     if (!rc) rc = plan_validate(target, e);
-    if (!rc && x->cfg.coarse) rc = plan_coarsen(&s->fine, x->sim, &s->plan, e);
+    if (!rc && x->cfg.coarse) rc = plan_coarsen(&s->fine, x->sim, x->cfg.copy_handoff_ps, &s->plan, e);
     s->built = s->req;
     s->have_built = !rc;
     if (rc) return err_prefix(e, "session %llu, plan %llu", (unsigned long long)s->id, (unsigned long long)s->plans);

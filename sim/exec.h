@@ -68,6 +68,8 @@ typedef struct exec_config {
     sim_ps_t timeslice_ps;       /* processes: a context keeps the GPU this long while others wait
                                   * (0: hand it over after every op) */
     sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context */
+    sim_ps_t copy_handoff_ps;    /* a kernel waiting on a copy-engine op starts no sooner than this
+                                  * after the copy ends (its completion reaching the SMs) */
     double jitter_abs_s, jitter_rel; /* each op's time varies: an exponential tail with its median at
                                   * the op's time alone t and its p99 jitter_abs_s + jitter_rel·t above
                                   * it (both 0: none) */

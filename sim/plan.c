@@ -138,8 +138,7 @@ void plan_totals(const plan_t *p, plan_totals_t *out)
     out->n_ops = p->n_ops;
 }
 
-/* Time of one op alone on an idle machine. */
-static int op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_t *e)
+int plan_op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_t *e)
 {
     plan_cost_t c = o->cost;
     if (o->cost_fn) {
@@ -158,29 +157,46 @@ static int op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_
     return ERR_OK;
 }
 
-int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t *out, err_t *e)
+bool plan_handoff(const plan_op_t *pred, const plan_op_t *succ)
 {
-    *out = 0;
-    uint32_t n = p->n_ops;
-    if (!n) return ERR_OK;
+    return (pred->exec == PLAN_EXEC_COPY_H2D || pred->exec == PLAN_EXEC_COPY_D2H) && succ->exec == PLAN_EXEC_GPU;
+}
+
+int plan_finish_ps(const plan_t *p, const sim_t *sim, sim_ps_t handoff_ps, sim_ps_t *finish, sim_ps_t *alone, err_t *e)
+{
     int rc = plan_validate(p, e);
-    sim_ps_t *finish = rc ? NULL : calloc(n, sizeof *finish);
-    if (!rc && !finish) rc = err_set(e, ERR_NOMEM, "plan: out of memory");
     /* Ops start in issue order on their stream (CUDA stream semantics) and after their predecessors,
      * which a validated plan issues earlier: id order is a topological order. */
-    sim_ps_t stream_free[256] = {0};
-    for (uint32_t i = 0; !rc && i < n; i++) {
+    uint32_t stream_last[256];
+    bool stream_used[256] = {false};
+    for (uint32_t i = 0; !rc && i < p->n_ops; i++) {
         const plan_op_t *o = &p->ops[i];
-        sim_ps_t start = stream_free[o->stream], alone = 0;
-        for (uint32_t k = 0; k < o->n_deps; k++) {
-            sim_ps_t f = finish[p->deps[o->dep_first + k]];
+        sim_ps_t start = 0, t = 0;
+        for (uint32_t k = 0; k <= o->n_deps; k++) {   /* its predecessors, then its stream's last op */
+            bool stream = k == o->n_deps;
+            if (stream && !stream_used[o->stream]) break;
+            uint32_t d = stream ? stream_last[o->stream] : p->deps[o->dep_first + k];
+            sim_ps_t f = finish[d] + (plan_handoff(&p->ops[d], o) ? handoff_ps : 0);
             if (f > start) start = f;
         }
-        rc = op_alone_ps(o, sim, &alone, e);
-        finish[i] = start + alone;
-        stream_free[o->stream] = finish[i];
-        if (finish[i] > *out) *out = finish[i];
+        rc = plan_op_alone_ps(o, sim, &t, e);
+        finish[i] = start + t;
+        if (alone) alone[i] = t;
+        stream_last[o->stream] = i;
+        stream_used[o->stream] = true;
     }
+    return rc;
+}
+
+int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t handoff_ps, sim_ps_t *out, err_t *e)
+{
+    *out = 0;
+    if (!p->n_ops) return ERR_OK;
+    sim_ps_t *finish = calloc(p->n_ops, sizeof *finish);
+    if (!finish) return err_set(e, ERR_NOMEM, "plan: out of memory");
+    int rc = plan_finish_ps(p, sim, handoff_ps, finish, NULL, e);
+    for (uint32_t i = 0; !rc && i < p->n_ops; i++)
+        if (finish[i] > *out) *out = finish[i];
     free(finish);
     return rc;
 }
@@ -200,7 +216,7 @@ static int loads_of(const plan_t *p, const sim_t *sim, res_load_t *load, sim_ps_
         plan_cost_t c = o->cost;
         if (o->cost_fn && o->cost_fn(o->cost_model, 1, &c)) return err_set(e, ERR_INVAL, "plan: cost model failed");
         sim_ps_t alone;
-        int rc = op_alone_ps(o, sim, &alone, e);
+        int rc = plan_op_alone_ps(o, sim, &alone, e);
         if (rc) return rc;
         *launch_ps += o->launch_ps;
         for (uint32_t u = 0; u < o->n_uses; u++) {
@@ -216,11 +232,11 @@ static int loads_of(const plan_t *p, const sim_t *sim, res_load_t *load, sim_ps_
     return ERR_OK;
 }
 
-int plan_coarsen(const plan_t *in, const sim_t *sim, plan_t *out, err_t *e)
+int plan_coarsen(const plan_t *in, const sim_t *sim, sim_ps_t handoff_ps, plan_t *out, err_t *e)
 {
     sim_ps_t fine_ps = 0, launch_ps = 0;
     size_t nres = sim_res_count(sim);
-    int rc = plan_standalone_ps(in, sim, &fine_ps, e);
+    int rc = plan_standalone_ps(in, sim, handoff_ps, &fine_ps, e);
     res_load_t *load = rc ? NULL : calloc(nres ? nres : 1, sizeof *load);
     if (!rc && !load) rc = err_set(e, ERR_NOMEM, "plan: out of memory");
     if (!rc) rc = loads_of(in, sim, load, &launch_ps, e);

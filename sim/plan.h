@@ -134,18 +134,30 @@ void plan_totals(const plan_t *p, plan_totals_t *out);
 
 /* The critical-path time of the plan alone on an idle machine: each op takes
  * latency + work / min(cap, min_i capacity_i/coef_i), starts after its predecessors and after the
- * previous op of its stream; launches and sharing between concurrent ops are ignored. Used for
- * standalone step time and as the ideal-profile closed form. Errors: as plan_validate. */
-int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t *out, err_t *e);
+ * previous op of its stream, a kernel handoff_ps after a copy it waits on (exec_config_t's
+ * copy_handoff_ps); launches and sharing between concurrent ops are ignored. Used for standalone
+ * step time and as the ideal-profile closed form. Errors: as plan_validate. */
+int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t handoff_ps, sim_ps_t *out, err_t *e);
+
+/* Whether a kernel succ waiting on pred pays the copy engine's hand-off (pred is a copy). */
+bool plan_handoff(const plan_op_t *pred, const plan_op_t *succ);
+
+/* One op alone on an idle machine: latency + work / min(cap, min_i capacity_i/coef_i), its cost at
+ * batch 1. Errors: ERR_INVAL (a resource not in sim, the cost model failed). */
+int plan_op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_t *e);
+
+/* Each op's finish time as plan_standalone_ps counts them (finish[n_ops], ps from the plan's start)
+ * and its time alone (alone[n_ops], or NULL). Errors: as plan_validate and plan_op_alone_ps. */
+int plan_finish_ps(const plan_t *p, const sim_t *sim, sim_ps_t handoff_ps, sim_ps_t *finish, sim_ps_t *alone, err_t *e);
 
 /* The coarse form of a plan (for long studies): one op per resource the plan touches, carrying all
  * of its demand, capped so that alone it takes as long as the plan's ops using it would one after
  * another (at most the whole step), all in parallel with one delay op that holds the launch thread
  * for all the plan's launches and then waits out the rest of its critical path. Alone on an idle
- * machine the coarse plan takes as long as the fine one; under sharing each resource slows as its
+ * machine the coarse plan takes as long as the fine one (hand-offs of handoff_ps included); under sharing each resource slows as its
  * ops would, but the order within a step is lost (a step overlaps its own phases). out is reset
  * first; merge keys are dropped (not for batching modes). Errors: as plan_validate, ERR_NOMEM. */
-int plan_coarsen(const plan_t *in, const sim_t *sim, plan_t *out, err_t *e);
+int plan_coarsen(const plan_t *in, const sim_t *sim, sim_ps_t handoff_ps, plan_t *out, err_t *e);
 
 /* ---- what the engine offers providers ----------------------------------------------------- */
 

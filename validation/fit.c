@@ -1633,6 +1633,34 @@ static int fit_gemm(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 
 /* ---- host-side overheads --------------------------------------------------------------------- */
 
+/* The median's standard error from a row's spread: sigma ~ (p90 - p10)/2.563 (a normal's), the
+ * median's 1.2533·sigma/sqrt(reps). */
+static double median_se(const kbrow_t *r)
+{
+    return 1.2533 * (r->t_p90_us - r->t_p10_us) / 2.563 / sqrt(fmax(r->reps, 1));
+}
+
+/* The copy engine's hand-off to the SMs: an empty kernel timed from an event after a copy in its
+ * stream, less the same kernel after a kernel (kbench's launch rows after_copy, after_kernel). */
+static void fit_handoff(fit_t *f, const sel_t *rows)
+{
+    const kbrow_t *after[2] = {NULL, NULL};   /* after a kernel, after a copy */
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (!is_op(r, OPKIND_LAUNCH)) continue;
+        if (!strcmp(r->variant, "after_kernel")) after[0] = r;
+        if (!strcmp(r->variant, "after_copy")) after[1] = r;
+    }
+    if (!after[0] || !after[1]) {
+        note(f, "ce_handoff_us: not determined (no launch rows after_copy and after_kernel)");
+        return;
+    }
+    double v = after[1]->t_med_us - after[0]->t_med_us;
+    double se = sqrt(pow(median_se(after[0]), 2) + pow(median_se(after[1]), 2));
+    put(f, "ce_handoff_us", fmax(v, 0), se, NAN, NAN, after, 2,
+        "median of an empty kernel after a copy less after a kernel (launch rows after_copy, after_kernel)");
+}
+
 /* Host time per item of `kind` rows (t_med / pieces); rows of `variant` only when there are any
  * (kbench's launch rows: host_enqueue is the host's cost, empty_b2b the GPU's). */
 static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *variant, const char *name, err_t *e)
@@ -1868,6 +1896,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
         rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "copy_enqueue", "copy_launch_us", e);
     else if (!rc)
         note(f, "copy_launch_us: not determined (no launch/copy_enqueue rows)");
+    if (!rc) fit_handoff(f, &rows);
     if (!rc) rc = fit_graph(f, &rows, e);
     if (!rc) rc = fit_timeslice(f, &rows, e);
     if (!rc) rc = fit_jitter(f, &rows, e);

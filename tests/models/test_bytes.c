@@ -39,7 +39,7 @@ static void plan_sums(const char *model, const char *yaml, uint64_t ctx, uint32_
         if (o->kind == OPKIND_ATTN_SPARSE || o->kind == OPKIND_ATTN_DENSE) s->hbm_attn += o->bytes_hbm;
     }
     sim_ps_t t_ps;
-    cr_assert_eq(plan_standalone_ps(&plan, t.sim, &t_ps, &e), 0, "%s", e.msg);
+    cr_assert_eq(plan_standalone_ps(&plan, t.sim, 0, &t_ps, &e), 0, "%s", e.msg);
     cr_expect(t_ps > 0);
     if (budget) *budget = method_budget_bits(provider_method(p));
     plan_free(&plan);

@@ -145,7 +145,7 @@ Test(cost, attention_over_winners_in_l2)
             if (k == 0) {
                 sim_ps_t alone;
                 err_t e;
-                cr_assert_eq(cost_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
+                cr_assert_eq(plan_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
                 double expect = 9e-6 + 2048.0 * 32 * 512 / (1.25 * hbm_Bps);
                 cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-11, "%g vs %g", (double)alone * 1e-12, expect);
             }
@@ -183,7 +183,7 @@ Test(cost, per_query_head_attention_and_its_two_combines)
             if (o->kind == OPKIND_ATTN_SPARSE) {
                 sim_ps_t alone;
                 err_t e;
-                cr_assert_eq(cost_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
+                cr_assert_eq(plan_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
                 double expect = 9e-6 + 2048.0 * 32 * 512 / (1.25 * hbm_Bps);
                 cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-11, "%s: %g vs %g", yaml[c], (double)alone * 1e-12, expect);
             }
@@ -222,7 +222,7 @@ Test(cost, strided_2d_rows_cost_their_own)
         sim_ps_t alone;
         memset(&op, 0, sizeof op);
         cost_transfer(&c, &paths, cases[i].form, true, bytes, rows, 0, 0, &op);
-        cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+        cr_assert_eq(plan_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
         double expect = lat + rows * cases[i].row_s + bytes / link;
         cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "form %d: %g vs %g", i, (double)alone * 1e-12, expect);
     }
@@ -251,7 +251,7 @@ Test(cost, channel_copies_chain_their_setups)
         cr_expect(o->host_sync);
         sim_ps_t alone;
         err_t e;
-        cr_assert_eq(cost_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
+        cr_assert_eq(plan_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
         double expect = lat + copies * 64 * 9e-9 + o->bytes_host / (get(t.cal, "h2d_GBps") * 1e9);
         cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "%g vs %g", (double)alone * 1e-12, expect);
     }
@@ -338,7 +338,7 @@ Test(cost, topk_blocks_and_time)
         memset(&op, 0, sizeof op);
         cost_topk(&c, &paths, cases[i].rows, cases[i].n, cases[i].k, &op);
         sim_ps_t alone;
-        cr_assert_eq(cost_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+        cr_assert_eq(plan_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
         cr_expect(fabs((double)alone * 1e-12 - expect_s[i]) < 1e-9, "case %d: %g vs %g", i, (double)alone * 1e-12,
                   expect_s[i]);
     }

@@ -59,7 +59,7 @@ static double gbps(tmachine_t *t, cost_xfer_t form, double bytes, double pieces,
     memset(&op, 0, sizeof op);
     cost_transfer(&c, &p, form, true, bytes, pieces, region, 0, &op);
     sim_ps_t ps;
-    cr_assert_eq(cost_op_alone_ps(&op, t->sim, &ps, &e), 0, "%s", e.msg);
+    cr_assert_eq(plan_op_alone_ps(&op, t->sim, &ps, &e), 0, "%s", e.msg);
     return bytes / ((double)ps / 1e12) / 1e9;
 }
 

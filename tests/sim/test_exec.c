@@ -486,3 +486,50 @@ Test(exec, independent_of_listing_order)
         for (int m = 0; m < 3; m++) cr_assert_eq(got[m], ref[m], "order %d, statistic %d: %.17g vs %.17g", k, m, got[m], ref[m]);
     }
 }
+
+/* A copy feeding kernels: op 0 copies 0.5e9 B over the link (0.5 s, stream 1); op 1 is a 1 s kernel
+ * on "other" (stream 0); op 2, a 1 s kernel on hbm (stream 2), waits on both. With the copy
+ * engine's hand-off h, op 2 starts at max(0.5 + h, 1): h = 0.2 s hides behind op 1 (step 2 s),
+ * h = 0.7 s does not (2.2 s). Alone on an idle machine the plan counts the same. */
+static int handoff_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    (void)env;
+    (void)req;
+    const world_t *w = self;
+    plan_op_t copy = {.exec = PLAN_EXEC_COPY_H2D, .stream = 1, .n_uses = 1, .uses = {{w->link, 1.0}}, .cost = {.work = 0.5e9}};
+    plan_op_t k1 = {.exec = PLAN_EXEC_GPU, .stream = 0, .n_uses = 1, .uses = {{w->other, 1.0}}, .cost = {.work = 1e9}};
+    plan_op_t k2 = {.exec = PLAN_EXEC_GPU, .stream = 2, .n_uses = 1, .uses = {{w->hbm, 1.0}}, .cost = {.work = 1e9}};
+    uint32_t deps[2] = {0, 1};
+    int rc = plan_add(out, &copy, NULL, 0, NULL, e);
+    if (!rc) rc = plan_add(out, &k1, NULL, 0, NULL, e);
+    if (!rc) rc = plan_add(out, &k2, deps, 2, NULL, e);
+    return rc;
+}
+
+Test(exec, a_kernel_waits_out_the_copy_engines_handoff)
+{
+    static const plan_provider_ops_t ops = {.name = "handoff", .build = handoff_build, .footprint = toy_footprint};
+    static const double h_s[3] = {0, 0.2, 0.7}, step_s[3] = {2.0, 2.0, 2.2};
+    for (int i = 0; i < 3; i++) {
+        world_t w;
+        world_init(&w, EXEC_STREAMS, 0);
+        sim_ps_t h = (sim_ps_t)(h_s[i] * (double)SIM_PS_PER_S);
+        world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                                         .copy_handoff_ps = h});
+        exec_turn_t turn = {.arrival_s = -1, .decode_tokens = 1};
+        exec_session_spec_t spec = {.id = 0, .gpu = 0, .context_tokens = 100, .final_tokens = 101, .turns = &turn,
+                                    .n_turns = 1, .provider = {&ops, &w}};
+        err_t e;
+        cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
+        world_run(&w);
+        cr_expect_float_eq(hist_mean(exec_stats(w.x)->step_s), step_s[i], 1e-9, "h = %g", h_s[i]);
+        plan_t p;
+        plan_init(&p);
+        sim_ps_t alone;
+        cr_assert_eq(handoff_build(&w, NULL, NULL, &p, &e), 0, "%s", e.msg);
+        cr_assert_eq(plan_standalone_ps(&p, w.sim, h, &alone, &e), 0, "%s", e.msg);
+        cr_expect_float_eq((double)alone / (double)SIM_PS_PER_S, step_s[i], 1e-9, "alone, h = %g", h_s[i]);
+        plan_free(&p);
+        world_free(&w);
+    }
+}

@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -333,6 +333,9 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
     for (int i = 0; i < 20; i++)
         row(&o, "kernels", "launch", "host_enqueue", -1, -1, -1, -1, 1, -1, "alone", -1, t->launch_us, -1, "", 1, -1);
     row(&o, "kernels", "launch", "empty_b2b", -1, -1, -1, -1, 100, -1, "alone", -1, 100 * 1.2, -1, "", 1, -1);
+    /* an empty kernel after a kernel, and after a copy: the copy engine's hand-off between them */
+    row(&o, "kernels", "launch", "after_kernel", -1, -1, -1, -1, 1, -1, "alone", -1, 2.9, -1, "", 1, -1);
+    row(&o, "kernels", "launch", "after_copy", -1, -1, -1, -1, 1, -1, "alone", -1, 2.9 + t->ce_handoff_us, -1, "", 1, -1);
     static const double nodes_v[6] = {1, 2, 5, 10, 30, 100};
     for (int ni = 0; ni < 6; ni++) {
         double nodes = nodes_v[ni];
