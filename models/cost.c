@@ -357,11 +357,10 @@ double cost_topk_winner_warps(double n, double k)
 
 void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op)
 {
-    double bpr = cost_topk_blocks_per_row(c, rows, n);
-    double excess = fmax(0, ceil(n / bpr) - c->topk_block_elems);
+    double per_block = n > 0 ? ceil(n / cost_topk_blocks_per_row(c, rows, n)) : 0;
     bool l2 = 4.0 * rows * n <= c->l2_bytes;
     double warps = rows * cost_topk_winner_warps(n, k);
-    double t_work = excess * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s;
+    double t_work = per_block * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s;
     double bytes = 4.0 * rows * n * c->topk_passes, hbm_rate = c->hbm_Bps * c->kernel_mem_eff;
     double rate = t_work > 0 ? bytes / t_work : hbm_rate;   /* the walk's own pace */
     op->exec = PLAN_EXEC_GPU;
@@ -377,7 +376,7 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, do
     calib_note(c->cal, "launch_us", NAN);
     calib_note(c->cal, "l2_bytes", 4.0 * rows * n);
     if (!l2) calib_note(c->cal, "kernel_mem_eff", NAN);
-    if (excess > 0) calib_note(c->cal, l2 ? "topk_elem_l2_ns" : "topk_elem_ns", ceil(n / bpr));
+    if (per_block > 0) calib_note(c->cal, l2 ? "topk_elem_l2_ns" : "topk_elem_ns", per_block);
     if (warps > 0) calib_note(c->cal, "topk_winner_ns", warps);
     calib_note(c->cal, "topk_passes", NAN);
     calib_note(c->cal, "topk_block_elems", NAN);

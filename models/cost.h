@@ -19,9 +19,9 @@
  *                                   scans per family (scan_<family>_latency_us, scan_<family>_mem_eff);
  *                                   attention over winners still in L2 its own (cost_attn_l2)
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
- *   top-k (cost_topk):              topk_latency + topk_elem(_l2)·max(0, n/blocks_per_row − topk_block_elems)
+ *   top-k (cost_topk):              topk_latency + topk_elem(_l2)·n/blocks_per_row
  *                                   + topk_winner·rows·(warps holding a winner); topk_elem_l2 when all
- *                                   rows' scores fit in L2 (then they do not cross HBM)
+ *                                   rows' scores fit in L2
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
@@ -175,10 +175,11 @@ double cost_topk_blocks_per_row(const cost_t *c, double rows, double n);
 double cost_topk_winner_warps(double n, double k);
 
 /* Fills op for top-k of k over each of `rows` rows of n scores: topk_latency + topk_elem·(scores
- * per block past topk_block_elems) + topk_winner·rows·cost_topk_winner_warps(n, k). When the rows'
- * 4·rows·n bytes of scores fit in l2_bytes they stay there (the scan has just written them): the
- * walk costs topk_elem_l2 a score and nothing crosses HBM; otherwise the scores cross HBM
- * topk_passes times. The op takes the SMs at its own rate (its blocks fill them). */
+ * per block: each block's threads walk theirs one after another, every load's latency in turn) +
+ * topk_winner·rows·cost_topk_winner_warps(n, k). When the rows' 4·rows·n bytes of scores fit in
+ * l2_bytes (the scan has just written them) a score costs topk_elem_l2 instead. The scores count
+ * against HBM topk_passes times in both cases (the engine does not model what stays in L2). The op
+ * takes the SMs at its own rate (its blocks fill them). */
 void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */

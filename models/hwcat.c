@@ -96,7 +96,7 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("wf_plan_latency_us", "us", "fixed time of the water-filling planner"),
     POS("wf_plan_mem_eff", "", "fraction of HBM bandwidth the planner reaches"),
     NONNEG("topk_latency_us", "us", "fixed time of a top-k kernel"),
-    NONNEG("topk_elem_ns", "ns", "top-k: time per score a block walks past its first topk_block_elems (all passes), scores from HBM"),
+    NONNEG("topk_elem_ns", "ns", "top-k: time per score of a block's (all passes), scores from HBM"),
     NONNEG("topk_elem_l2_ns", "ns", "top-k: as topk_elem_ns when all rows' scores fit in L2 (l2_bytes)"),
     NONNEG("topk_winner_ns", "ns", "top-k: time per warp of 32 scores holding a winner, summed over rows (one atomic each)"),
     POS("topk_block_elems", "scores", "top-k: scores per block before a row's blocks run out (radix select grid)"),

@@ -1111,16 +1111,13 @@ static bool is_hbm_kernel(int op)
 
 /* Top-k of k over `heads` rows of n_tokens scores (kbench's radix select), the cost form's terms
  * (models/cost.h): t = lat + elem_l2·x·[scores in L2] + elem·x·[not] + winner·w, x the scores per
- * block past topk_block_elems (blocks per row from the grid's configuration), w the rows' warps
- * holding a winner; WLS 1/t². Below one full block per row only the fixed part and the winners
- * remain; past the grid's cap each block walks more scores, at the L2's pace when all rows' scores
- * fit there. A regime without rows walking past a block keeps the other's per-score time. */
+ * block (blocks per row from the grid's configuration), w the rows' warps holding a winner; WLS
+ * 1/t². A regime without rows keeps the other's per-score time. */
 enum { TK_LAT, TK_L2, TK_HBM, TK_WIN, TK_TERMS };
 
 static void topk_terms(const cost_t *c, const kbrow_t *r, double *row)
 {
-    double n = r->n_tokens, rows = r->heads, bpr = cost_topk_blocks_per_row(c, rows, n);
-    double x = fmax(0, ceil(n / bpr) - c->topk_block_elems);
+    double n = r->n_tokens, rows = r->heads, x = ceil(n / cost_topk_blocks_per_row(c, rows, n));
     bool l2 = 4.0 * rows * n <= c->l2_bytes;
     row[TK_LAT] = 1;
     row[TK_L2] = l2 ? x : 0;
@@ -1163,8 +1160,8 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
         for (int j = 0; j < p; j++) X[i * (size_t)p + j] = terms[i * TK_TERMS + col[j]];
     }
     static const char how[] = "topk: t = lat + elem_l2*x*[scores in L2] + elem*x*[not] + winner*w, x the scores per "
-                              "block past topk_block_elems (blocks per row from the radix select's grid configuration), "
-                              "w the rows' warps holding a winner, WLS 1/t^2";
+                              "block (blocks per row from the radix select's grid configuration), w the rows' warps "
+                              "holding a winner, WLS 1/t^2";
     lsq_fit_t tf;
     err_t e2;
     bool ok = !rc && t.n > (size_t)p && p > 1 && !lsq_wlinear(how, X, m, w, t.n, (size_t)p, &tf, &e2);
@@ -1182,8 +1179,7 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
             for (size_t i = 0; i < t.n; i++) {
                 double x = terms[i * TK_TERMS + j];
                 if (j != TK_LAT && x <= 0) continue;
-                double n = t.v[i]->n_tokens;
-                if (j != TK_WIN) x = ceil(n / cost_topk_blocks_per_row(&c, t.v[i]->heads, n));
+                if (j == TK_LAT) x = terms[i * TK_TERMS + TK_L2] + terms[i * TK_TERMS + TK_HBM];
                 lo = fmin(lo, x), hi = fmax(hi, x);
             }
             if (have[j]) {
@@ -1192,7 +1188,7 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
                 int other = j == TK_L2 ? TK_HBM : TK_L2;
                 v[j] = v[other];
                 put(f, names[j], v[j] * scale[j], se[other] * scale[j], NAN, NAN, t.v, t.n, how);
-                note(f, "%s: no row walks past a block in its regime; held at %s", names[j], names[other]);
+                note(f, "%s: no row in its regime; held at %s", names[j], names[other]);
             }
         }
         for (size_t i = 0; i < t.n; i++) {

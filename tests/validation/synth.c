@@ -273,19 +273,19 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         t->kernel_latency_us + 65536 * 7 * 8 / (t->hbm_GBps * 1e3 * t->scan_fathom_v1_mem_eff), -1, "fathom", 1, -1);
     o.layout = NULL;
     /* top-k of k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over
-     * all rows; past 4096 scores per block each further one costs topk_elem_ns (topk_elem_l2_ns when
-     * the rows' scores fit in the 60 MiB L2), each warp of 32 scores holding a winner topk_winner_ns
-     * (the expected count by simulation of the k placed at random, 200 draws) */
+     * all rows; each score of a block costs topk_elem_ns (topk_elem_l2_ns when the rows' scores fit
+     * in the 60 MiB L2), each warp of 32 scores holding a winner topk_winner_ns (the expected count
+     * by simulation of the k placed at random, 200 draws) */
     static const double trows[4] = {8, 32, 64, 128};
     for (int ri = 0; ri < 4; ri++)
         for (double n = 4096; n <= 1048576; n *= 4)
             for (o.k = 256; o.k <= 2048; o.k *= 8) {
                 double bpr = fmax(1, fmin(ceil(n / 4096), fmax(1, floor(4 * 132 / trows[ri]))));
-                double excess = fmax(0, ceil(n / bpr) - 4096);
+                double per_block = ceil(n / bpr);
                 double elem = 4 * trows[ri] * n <= 60 * MIB ? t->topk_elem_l2_ns : t->topk_elem_ns;
                 o.heads = trows[ri];
                 row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * trows[ri] * n * 4,
-                    t->topk_latency_us + (excess * elem + trows[ri] * winner_warps(o.rng, n, o.k) * t->topk_winner_ns) * 1e-3,
+                    t->topk_latency_us + (per_block * elem + trows[ri] * winner_warps(o.rng, n, o.k) * t->topk_winner_ns) * 1e-3,
                     -1, "fathom", 1, -1);
             }
     o.k = 0;
