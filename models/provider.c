@@ -114,10 +114,10 @@ static int add_kernel(builder_t *b, int kind, int layer, double bytes, double fl
 {
     const method_cfg_t *c = method_cfg(b->p->mt);
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
-    if (kind == OPKIND_SCAN)
-        cost_scan(&b->p->cost, &b->p->paths, cost_scan_form(cost_scan_family(method_names[c->method]), method_scan_form(b->p->mt)), bytes, flops,
-                  (llm_dtype_t)c->kv_dtype, &op);
-    else
+    if (kind == OPKIND_SCAN) {
+        int family = cost_scan_form(cost_scan_family(method_names[c->method]), method_scan_form(b->p->mt));
+        cost_scan(&b->p->cost, &b->p->paths, family, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+    } else
         cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
