@@ -41,12 +41,15 @@
  *                         kernels: t = latency + max(bytes/(eff*hbm), flops/(eff*peak))
  *   <kind>_latency_us, <kind>_mem_eff for kind scan, attn_sparse, attn_dense, attn_tail, quantize,
  *                         wf_plan: the same per kernel kind; scan_<family>_* per method's scan
- *                         (models/cost.h); attn_sparse_l2_* over winners still in L2 (its own rate)
+ *                         and Fathom's other scan kernels (models/cost.h); attn_sparse_l2_* over winners still in L2 (its own rate)
  *   attn_combine_latency_us, attn_combine_split_ns (and _l2_: partials still in L2)  split-K combine:
  *                         t = latency + splits*split; attn_split_blocks_per_sm, attn_split_min_rows
  *                         the split count (configuration)
- *   topk_latency_us, topk_elem_ns  top-k: t = latency + elem*(scores per block past topk_block_elems),
- *                         blocks per row from topk_block_elems and topk_blocks_per_sm (configuration)
+ *   topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns  top-k: t = latency +
+ *                         elem*(scores per block) (elem_l2 when the rows' scores fit in L2) +
+ *                         winner*(rows' warps holding a winner); blocks per row from topk_block_elems
+ *                         and topk_blocks_per_sm (configuration)
+ *   ce_handoff_us         a kernel waiting on a copy starts this long after the copy ends
  *   gemm_latency_us       GEMMs' fixed time, per cuBLAS kernel
  *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
  *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)
