@@ -398,6 +398,35 @@ static void section_gather_rows(link_t *L)
     CK(cudaFree(sets));
 }
 
+/* Where a gather's translations go: 65536 rows of 256 B at regions a doubling apart (256 MiB to
+ * 16 GiB), their offsets drawn over the whole region (order_global) or in 16 sub-regions read one
+ * after another (order_heads: a step's winner fetch goes head by head, K then V), each from a new
+ * set every repetition (64 in turn) and from one set read again (_reread). */
+static void section_gather_order(link_t *L)
+{
+    const size_t rows = 65536, parts = 16;
+    const int nsets = 64;
+    uint64_t *sets;
+    CK(cudaMalloc(&sets, nsets * rows * sizeof(uint64_t)));
+    for (size_t region = 256 * KB_MIB; region <= L->hb.bytes; region *= 2)
+        for (int heads = 0; heads < 2; heads++) {
+            if (L->o->quick && region % (1024 * KB_MIB))
+                continue;
+            for (int k = 0; k < nsets; k++)
+                for (size_t h = 0; h < (heads ? parts : 1); h++) {
+                    size_t n = heads ? rows / parts : rows, span = heads ? region / parts : region;
+                    kb_rand_offsets(sets + k * rows + h * n, n, span, 256, h * span, 7000 + k + h + region, L->s[0]);
+                }
+            CK(cudaStreamSynchronize(L->s[0]));
+            work_t w = gather_work(L, 0, 256, region, 0, rows * 256, 4 * kb_sm_count(), 0);
+            w.off = sets;
+            run_single_flushed(L, &w, heads ? "order_heads_reread" : "order_global_reread");
+            w.nsets = nsets;
+            run_single_flushed(L, &w, heads ? "order_heads" : "order_global");
+        }
+    CK(cudaFree(sets));
+}
+
 static void section_gather_blocks(link_t *L)
 {
     int blocks[] = {4, 8, 16, 33, 66, 132, 264, 528, 1056};
@@ -541,6 +570,7 @@ int kb_suite_link(const kb_opts_t *o)
             section_gather_blocks(&L);
             section_gather_payloads(&L);
             section_gather_rows(&L);
+            section_gather_order(&L);
             section_mixes(&L);
             section_pairs(&L);
         } else {                                      /* the allocator's effect on each path */
