@@ -60,13 +60,21 @@ int cost_scan_family(const char *name);
  * family itself), or -1 when kbench measured no such form. */
 int cost_scan_form(int family, const char *form);
 
+/* The SM gather's row rate is given at regions a doubling or two apart (256 MiB to 16 GiB;
+ * gather_rows_Mps_<size>): the address translations its rows need cost more as they spread. */
+#define COST_ROW_KNOTS 7
+extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
+extern const char *const cost_row_knot_names[COST_ROW_KNOTS];
+extern const char *const cost_heads_knot_names[COST_ROW_KNOTS];
+
 /* The parameter values of one platform, SI units, read once from a profile. */
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
     double ce_latency_s, ce_b2b_gap_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
-    double gather_rows_ps[4];  /* rows/s at 256 MiB, 1 GiB, 4 GiB, 16 GiB (rows not warm) */
+    double gather_rows_ps[COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
+    double gather_heads_rows_ps[COST_ROW_KNOTS]; /* the same for rows read head by head */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
     double prefix_latency_s, prefix_eff; /* COST_SM_PREFIX */
     double host_page_bytes;    /* host memory's translation unit for the GPU */
@@ -112,6 +120,9 @@ typedef enum {
     COST_CE_BATCH,   /* copy engine: `pieces` scattered pieces in one batched copy */
     COST_CE_STRIDED, /* copy engine: 2D copies of `pieces` rows in all, each on a host page of its own */
     COST_SM_GATHER,  /* kernel reading mapped host memory: `pieces` rows spread over region_bytes */
+    COST_SM_HEADS,   /* the same, its rows part by part of the region (a winner fetch goes head by
+                      * head): fewer translations at a time, gather_heads_rows_Mps_<size> (kbench's
+                      * rows from 16 parts in turn, taken for any number of heads) */
     COST_SM_PREFIX   /* the index fetch's kernel reading each chunk's plane prefixes the same way: the
                       * gather's rate times prefix_gather_eff, its own fixed time */
 } cost_xfer_t;
@@ -129,10 +140,10 @@ double cost_gather_translations(const cost_t *c, double pieces, double region_by
 
 /* The SM gather's rows per second over region_bytes when the GPU must keep `translations` address
  * translations for its rows to stay warm (INFINITY: cold): the cold share of the rows at the
- * region's rate (log-log interpolation between the knots, flat outside them; cost_transfer notes a
- * region past 16 GiB as outside the range), the warm rest at the 256 MiB knot's, whose translations
- * miss nothing. */
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations);
+ * region's rate (log-log interpolation between the two knots around it, flat outside them;
+ * cost_transfer notes those knots, and a region past 16 GiB as outside the range; heads: the
+ * head-by-head table), the warm rest at the 256 MiB knot's, whose translations miss nothing. */
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, bool heads);
 /* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to
  * gather_warm_rows, 1 from twice as many, log-linear between. */
 double cost_gather_cold_share(const cost_t *c, double rows);

@@ -84,6 +84,11 @@ static int sel_add(sel_t *s, const kbrow_t *r)
 /* "fitted: a.csv + b.csv rows N (how)". */
 static char *origin_of(const kbrow_t *const *rows, size_t n, const char *how)
 {
+    if (!n) {   /* derived from other parameters: how says from which */
+        char *d = malloc(strlen(how) + 1);
+        if (d) strcpy(d, how);
+        return d;
+    }
     char files[512] = "";
     size_t used = 0;
     for (size_t i = 0; i < n; i++) {
@@ -100,7 +105,7 @@ static char *origin_of(const kbrow_t *const *rows, size_t n, const char *how)
     return s;
 }
 
-/* Adds a fitted parameter; rows/n give its origin. */
+/* Adds a fitted parameter; rows/n give its origin (none: how is the origin, "derived: ..."). */
 static void put(fit_t *f, const char *name, double value, double se, double lo, double hi,
                 const kbrow_t *const *rows, size_t n, const char *how)
 {
@@ -761,6 +766,88 @@ static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_
     free(meas);
     free(s.v);
     return rc;
+}
+
+/* A knot's cold row rate (Mrows/s) from the link suite's re-read 256 B rows of `variant` at its
+ * region: each row's time less the gather's fixed time, its cold share (gather_warm_rows) at the
+ * knot's rate and the rest at the warm one (cost_gather_rows_per_s), where the rows bind (the time
+ * past 1.1x the bytes at the peak); the mean over the rows. Writes the rows used; returns how many. */
+static size_t knot_rows(const sel_t *rows, const char *variant, double region, const double g[4], double *v,
+                        double *se, const kbrow_t **used, size_t max)
+{
+    double lat = g[0], peak = g[1], warm_rows = g[2], warm = g[3], sum = 0, sum2 = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < rows->n && n < max; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (!is_op(r, OPKIND_SM_GATHER) || !alone(r) || strcmp(r->variant, variant) ||
+            fabs(log(r->region_bytes / region)) > 0.01 || !(r->pieces > 0))
+            continue;
+        double busy = r->t_med_us - lat, m = fmin(fmax(log2(r->pieces / warm_rows), 0), 1);
+        if (!(busy > 1.1 * r->bytes_moved / (peak * 1e3)) || !(m > 0)) continue;
+        double cold = m / (busy / r->pieces - (1 - m) / warm);   /* us a row, so Mrows/s */
+        if (!(cold > 0)) continue;
+        sum += cold, sum2 += cold * cold;
+        used[n++] = r;
+    }
+    *v = n ? sum / (double)n : NAN;
+    *se = n > 1 ? sqrt(fmax(sum2 / (double)n - *v * *v, 0) / (double)(n - 1)) : 0;
+    return n;
+}
+
+/* Knot k of `name` from the re-read rows of `variant` there (knot_rows), written with its
+ * residuals; false (nothing written) without such rows. */
+static bool knot_fit(fit_t *f, const sel_t *rows, const char *variant, const char *name, int k, const double g[4],
+                     double *v)
+{
+    const kbrow_t *used[64];
+    double se, pred[64], meas[64];
+    size_t n = knot_rows(rows, variant, cost_row_knot_bytes[k], g, v, &se, used, 64);
+    if (!n) return false;
+    char how[200];
+    snprintf(how, sizeof how, "re-read 256 B rows (%s): (t - gather_latency)/rows with the cold share "
+             "(gather_warm_rows) at this rate and the rest at the 256 MiB knot's", variant);
+    put(f, name, *v, se, NAN, NAN, used, n, how);
+    for (size_t j = 0; j < n; j++) {
+        double m = fmin(fmax(log2(used[j]->pieces / g[2]), 0), 1);
+        pred[j] = g[0] + used[j]->pieces * ((1 - m) / g[3] + m / *v);
+        meas[j] = used[j]->t_med_us;
+    }
+    char label[80];
+    snprintf(label, sizeof label, "sm_gather_%s", name + strlen("gather_"));
+    resid(f, label, pred, meas, n);
+    return true;
+}
+
+/* The row-rate knots the grid does not give (models/cost.h): between its knots (512 MiB, 2 and
+ * 8 GiB) from re-read rows over the whole region (order_global_reread), else the geometric mean of
+ * the neighbours (the log-linear curve between them); and each knot for rows read head by head
+ * (order_heads_reread: 16 parts of the region in turn, as a winner fetch goes), else the knot of
+ * rows in any order (where nothing binds the row rate, or without such rows). */
+static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    double g[4], knot[COST_ROW_KNOTS];
+    int rc = value_of(f, seed, "gather_latency_us", &g[0], e);
+    if (!rc) rc = value_of(f, seed, "gather_peak_GBps", &g[1], e);
+    if (!rc) rc = value_of(f, seed, "gather_warm_rows", &g[2], e);
+    for (int k = 0; k < COST_ROW_KNOTS && !rc; k++) rc = value_of(f, seed, cost_row_knot_names[k], &knot[k], e);
+    if (rc) return rc;
+    g[3] = knot[0];
+    for (int k = 1; k < COST_ROW_KNOTS - 1; k += 2)
+        if (!knot_fit(f, rows, "order_global_reread", cost_row_knot_names[k], k, g, &knot[k])) {
+            knot[k] = sqrt(knot[k - 1] * knot[k + 1]);
+            put(f, cost_row_knot_names[k], knot[k], 0, NAN, NAN, NULL, 0,
+                "derived: the geometric mean of the neighbouring knots (a log-linear curve between them), no re-read "
+                "rows there that the row rate binds");
+        }
+    for (int k = 0; k < COST_ROW_KNOTS; k++) {
+        double v;
+        if (knot_fit(f, rows, "order_heads_reread", cost_heads_knot_names[k], k, g, &v)) continue;
+        char how[160];
+        snprintf(how, sizeof how, "derived: as %s (no head-by-head rows there that the row rate binds)",
+                 cost_row_knot_names[k]);
+        put(f, cost_heads_knot_names[k], knot[k], 0, NAN, NAN, NULL, 0, how);
+    }
+    return ERR_OK;
 }
 
 /* The SM index fetch (kbench's prefix kernel: index_fetch rows of variant sm): t = lat + bytes/(eff·R),
@@ -1878,6 +1965,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_gather_latency(f, &rows, e);
     if (!rc) rc = fit_gather(f, &rows, seed, e);
     if (!rc) rc = fit_gather_tlb(f, &rows, seed, e);
+    if (!rc) rc = fit_gather_knots(f, &rows, seed, e);
     if (!rc) rc = fit_prefix(f, &rows, seed, e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
                                 "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms "

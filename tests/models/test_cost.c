@@ -385,7 +385,26 @@ Test(cost, reread_rows_turn_cold_past_the_warm_count)
     cr_expect_float_eq(cost_gather_translations(&c, 100000, 1 << 20), 256, 0);
     /* half cold at 4 GiB: 1/rate = 0.5/r(256 MiB) + 0.5/r(4 GiB) */
     double r0 = get(t.cal, "gather_rows_Mps_256MiB") * 1e6, r2 = get(t.cal, "gather_rows_Mps_4GiB") * 1e6;
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0)), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0), false), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
+    th_machine_free(&t);
+}
+
+/* The row rate between knots a doubling apart, log-linear: at 1.5 GiB between the 1 and 2 GiB knots
+ * r1·(r2/r1)^log2(1.5); rows read head by head take their own table. */
+Test(cost, row_rate_knots_and_head_order)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_rows_Mps_1GiB", 100);
+    set(t.cal, "gather_rows_Mps_2GiB", 50);
+    set(t.cal, "gather_heads_rows_Mps_2GiB", 80);
+    cost_t c;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    double g = 1073741824.0;
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, false), 50e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, true), 80e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 1.5 * g, INFINITY, false), 100e6 * pow(0.5, log2(1.5)), 1e-3);
     th_machine_free(&t);
 }
 
@@ -404,7 +423,7 @@ Test(cost, gathers_are_warm_only_alone)
     cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
     const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm";
     double region = 1048576.0 * 8 * 512, warm = 1 / get(t.cal, "gather_rows_Mps_256MiB") * 1e-6;
-    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9);
+    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, true);   /* winners come head by head */
     for (int alone = 0; alone < 2; alone++)
         for (int layers = 1; layers <= 36; layers += 35) {
             t.m.layers = layers;
