@@ -27,7 +27,7 @@ extern const cmd_t cmd_plan;
 typedef struct plan_args {
     const char *model, *method, *hw, *link, *calib, *catalog;
     const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
-        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *scan_kernel;
+        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *scan_kernel, *winners;
     uint64_t context;
     uint32_t prefill;
     int sessions;
@@ -50,7 +50,7 @@ static const opt_t opts[] = {
     O("--fetch", "fetch", fetch), O("--index-fetch", "index_fetch", index_fetch),
     O("--prefill-mode", "prefill", prefill_mode), O("--store", "store", store),
     O("--k-from-planes", "k_from_planes", k_from_planes), O("--prefetch", "prefetch", prefetch),
-    O("--scan-kernel", "scan_kernel", scan_kernel),
+    O("--scan-kernel", "scan_kernel", scan_kernel), O("--winners", "winners", winners),
 };
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
@@ -490,6 +490,7 @@ const cmd_t cmd_plan = {
     "  --prefill T        plan a prefill chunk of T tokens instead of a decode step\n"
     "  --prefill-mode M   exact | sparse                  --prefetch N  layers fetched ahead\n"
     "  --scan-kernel V    Fathom's plane-scan kernel: v3 (default) | v2 | v1\n"
+    "  --winners W        SM winner fetch: repeat (default: mostly the last step's) | new (all new each step)\n"
     "  --sessions S       sessions for the footprint total (default 1)\n"
     "  --calib FILE       calibration profile (default: the hardware presets)\n"
     "  --catalog DIR      catalog directory (default $ODSIM_ROOT/models/catalog)\n"

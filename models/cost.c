@@ -86,6 +86,10 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("gather_heads_rows_Mps_1GiB", gather_heads_rows_ps[2], 1e6), F("gather_heads_rows_Mps_2GiB", gather_heads_rows_ps[3], 1e6),
         F("gather_heads_rows_Mps_4GiB", gather_heads_rows_ps[4], 1e6), F("gather_heads_rows_Mps_8GiB", gather_heads_rows_ps[5], 1e6),
         F("gather_heads_rows_Mps_16GiB", gather_heads_rows_ps[6], 1e6),
+        F("gather_heads_new_rows_Mps_256MiB", gather_heads_new_rows_ps[0], 1e6), F("gather_heads_new_rows_Mps_512MiB", gather_heads_new_rows_ps[1], 1e6),
+        F("gather_heads_new_rows_Mps_1GiB", gather_heads_new_rows_ps[2], 1e6), F("gather_heads_new_rows_Mps_2GiB", gather_heads_new_rows_ps[3], 1e6),
+        F("gather_heads_new_rows_Mps_4GiB", gather_heads_new_rows_ps[4], 1e6), F("gather_heads_new_rows_Mps_8GiB", gather_heads_new_rows_ps[5], 1e6),
+        F("gather_heads_new_rows_Mps_16GiB", gather_heads_new_rows_ps[6], 1e6),
         F("gather_warm_rows", gather_warm_rows, 1), F("prefix_gather_latency_us", prefix_latency_s, 1e-6),
         F("prefix_gather_eff", prefix_eff, 1), F("host_page_bytes", host_page_bytes, 1),
         F("gather_weight", gather_weight, 1), F("gather_duplex_coef", gather_duplex_coef, 1),
@@ -152,6 +156,10 @@ const char *const cost_heads_knot_names[COST_ROW_KNOTS] = {
     "gather_heads_rows_Mps_256MiB", "gather_heads_rows_Mps_512MiB", "gather_heads_rows_Mps_1GiB",
     "gather_heads_rows_Mps_2GiB",   "gather_heads_rows_Mps_4GiB",   "gather_heads_rows_Mps_8GiB",
     "gather_heads_rows_Mps_16GiB"};
+const char *const cost_heads_new_knot_names[COST_ROW_KNOTS] = {
+    "gather_heads_new_rows_Mps_256MiB", "gather_heads_new_rows_Mps_512MiB", "gather_heads_new_rows_Mps_1GiB",
+    "gather_heads_new_rows_Mps_2GiB",   "gather_heads_new_rows_Mps_4GiB",   "gather_heads_new_rows_Mps_8GiB",
+    "gather_heads_new_rows_Mps_16GiB"};
 
 /* The knot at or below region_bytes (0 below the first, the last past it). */
 static int row_knot(double region_bytes)
@@ -161,9 +169,10 @@ static int row_knot(double region_bytes)
     return i;
 }
 
-static double rows_cold_per_s(const cost_t *c, double region_bytes, bool heads)
+static double rows_cold_per_s(const cost_t *c, double region_bytes, cost_xfer_t form)
 {
-    const double *r = heads ? c->gather_heads_rows_ps : c->gather_rows_ps;
+    const double *r = form == COST_SM_HEADS ? c->gather_heads_rows_ps
+                    : form == COST_SM_HEADS_NEW ? c->gather_heads_new_rows_ps : c->gather_rows_ps;
     int i = row_knot(region_bytes);
     if (region_bytes <= cost_row_knot_bytes[0] || i == COST_ROW_KNOTS - 1) return r[i];
     double f = log(region_bytes / cost_row_knot_bytes[i]) / log(cost_row_knot_bytes[i + 1] / cost_row_knot_bytes[i]);
@@ -176,10 +185,10 @@ double cost_gather_cold_share(const cost_t *c, double rows)
     return !(x > 0) ? 0 : x >= 1 ? 1 : x;
 }
 
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, bool heads)
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_xfer_t form)
 {
-    double cold = cost_gather_cold_share(c, translations);
-    return 1.0 / ((1.0 - cold) / c->gather_rows_ps[0] + cold / rows_cold_per_s(c, region_bytes, heads));
+    double cold = form == COST_SM_HEADS_NEW ? 1.0 : cost_gather_cold_share(c, translations);
+    return 1.0 / ((1.0 - cold) / c->gather_rows_ps[0] + cold / rows_cold_per_s(c, region_bytes, form));
 }
 
 /* A kernel running alone at alone_rate (units of its work per second) fills the GPU's SMs. */
@@ -203,15 +212,15 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
     op->cost.work = bytes;
     op->cost.cap_rate = 0;
-    if (form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_PREFIX) {
-        bool prefix = form == COST_SM_PREFIX, heads = form == COST_SM_HEADS;
+    if (form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_HEADS_NEW || form == COST_SM_PREFIX) {
+        bool prefix = form == COST_SM_PREFIX;
         double eff = prefix ? c->prefix_eff : 1.0;
         op->exec = PLAN_EXEC_GPU;
         set_uses(op, p->gather, p->n_gather);
         double blocks_rate = c->gather_blocks * c->gather_block_Bps;
         double own = cost_gather_translations(c, pieces, region_bytes);
         double tlb = translations > own ? translations : own;
-        double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb, heads) * piece * eff;
+        double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb, form) * piece * eff;
         op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
         if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
         /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed
@@ -227,13 +236,14 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
             calib_note(c->cal, "gather_blocks", NAN);
         }
         if (rows_rate < op->cost.cap_rate) {
-            const char *const *names = heads ? cost_heads_knot_names : cost_row_knot_names;
+            const char *const *names = form == COST_SM_HEADS ? cost_heads_knot_names
+                                     : form == COST_SM_HEADS_NEW ? cost_heads_new_knot_names : cost_row_knot_names;
             int k = row_knot(region_bytes), last = COST_ROW_KNOTS - 1;
             calib_note(c->cal, names[k], piece);
             if (k < last && region_bytes > cost_row_knot_bytes[0]) calib_note(c->cal, names[k + 1], piece);
             calib_note(c->cal, cost_row_knot_names[0], piece);   /* the warm rows' rate */
             if (region_bytes > cost_row_knot_bytes[last]) calib_note_outside(c->cal, names[last]);
-            if (isfinite(tlb)) {
+            if (isfinite(tlb) && form != COST_SM_HEADS_NEW) {
                 calib_note(c->cal, "gather_warm_rows", tlb);
                 calib_note(c->cal, "host_page_bytes", NAN);
             }

@@ -66,6 +66,7 @@ int cost_scan_form(int family, const char *form);
 extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
 extern const char *const cost_row_knot_names[COST_ROW_KNOTS];
 extern const char *const cost_heads_knot_names[COST_ROW_KNOTS];
+extern const char *const cost_heads_new_knot_names[COST_ROW_KNOTS];
 
 /* The parameter values of one platform, SI units, read once from a profile. */
 typedef struct cost {
@@ -75,6 +76,7 @@ typedef struct cost {
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
     double gather_heads_rows_ps[COST_ROW_KNOTS]; /* the same for rows read head by head */
+    double gather_heads_new_rows_ps[COST_ROW_KNOTS]; /* ... and none read before */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
     double prefix_latency_s, prefix_eff; /* COST_SM_PREFIX */
     double host_page_bytes;    /* host memory's translation unit for the GPU */
@@ -123,6 +125,8 @@ typedef enum {
     COST_SM_HEADS,   /* the same, its rows part by part of the region (a winner fetch goes head by
                       * head): fewer translations at a time, gather_heads_rows_Mps_<size> (kbench's
                       * rows from 16 parts in turn, taken for any number of heads) */
+    COST_SM_HEADS_NEW, /* the same, none of its rows read before (winners all new each step):
+                      * gather_heads_new_rows_Mps_<size>, every row cold */
     COST_SM_PREFIX   /* the index fetch's kernel reading each chunk's plane prefixes the same way: the
                       * gather's rate times prefix_gather_eff, its own fixed time */
 } cost_xfer_t;
@@ -141,9 +145,10 @@ double cost_gather_translations(const cost_t *c, double pieces, double region_by
 /* The SM gather's rows per second over region_bytes when the GPU must keep `translations` address
  * translations for its rows to stay warm (INFINITY: cold): the cold share of the rows at the
  * region's rate (log-log interpolation between the two knots around it, flat outside them;
- * cost_transfer notes those knots, and a region past 16 GiB as outside the range; heads: the
- * head-by-head table), the warm rest at the 256 MiB knot's, whose translations miss nothing. */
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, bool heads);
+ * cost_transfer notes those knots, and a region past 16 GiB as outside the range; the table of the
+ * gather's form: rows in any order, head by head, or head by head and new, which are all cold), the
+ * warm rest at the 256 MiB knot's, whose translations miss nothing. */
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_xfer_t form);
 /* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to
  * gather_warm_rows, 1 from twice as many, log-linear between. */
 double cost_gather_cold_share(const cost_t *c, double rows);

@@ -58,6 +58,13 @@ static const hwp_def_t cost_defs[] = {
     POS("gather_heads_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB"),
     POS("gather_heads_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB"),
     POS("gather_heads_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB"),
+    POS("gather_heads_new_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows read head by head over 256 MiB, none read before"),
+    POS("gather_heads_new_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows read head by head over 512 MiB, none read before"),
+    POS("gather_heads_new_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows read head by head over 1 GiB, none read before"),
+    POS("gather_heads_new_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows read head by head over 2 GiB, none read before"),
+    POS("gather_heads_new_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB, none read before"),
+    POS("gather_heads_new_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB, none read before"),
+    POS("gather_heads_new_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB, none read before"),
     POS("gather_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows spread over 16 GiB"),
     POS("gather_warm_rows", "rows", "SM gather re-reading its rows: up to this many keep their address translations cached "
         "(the 256 MiB rate); from twice as many every row pays its region's rate"),

@@ -15,6 +15,7 @@ static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
 static const char *const scan_kernel_names[] = {"v3", "v1", "v2", NULL};
+static const char *const winners_names[] = {"repeat", "new", NULL};
 
 #define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
 static const cfg_param_t method_params[] = {
@@ -38,6 +39,8 @@ static const cfg_param_t method_params[] = {
        "winner keys as 4-bit keys (d/2 + d/32 bytes) instead of K rows; host keeps K only at 4 bits"),
     P_("store", CFG_T_ENUM, store, "4bit", 1, 0, store_names, "sparq storage: 4-bit planes + scales, or bf16 channel-major"),
     P_("fetch", CFG_T_ENUM, fetch, "sm", 1, 0, fetch_names, "winner fetch: SM zero-copy gather or copy-engine batched copy"),
+    P_("winners", CFG_T_ENUM, winners, "repeat", 1, 0, winners_names,
+       "SM winner fetch: winners mostly the last step's (repeat: address translations as kbench's re-read rows) or all new each step (new: every row a first touch, slower past 512 MiB)"),
     P_("index_fetch", CFG_T_ENUM, index_fetch, "auto", 1, 0, index_fetch_names,
        "index fetch: SM gather, or copy engine (contiguous; for per-query planes one 2D copy per KV head and channel); auto: sm for sparq and fathom, else ce"),
     P_("prefill", CFG_T_ENUM, prefill, "exact", 1, 0, prefill_names, "prefill chunks: exact (all K/V) or sparse (scan per chunk)"),

@@ -187,7 +187,7 @@ static int add_combine(builder_t *b, int layer, const method_layer_t *ly, bool e
 static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, bool h2d, double bytes, double pieces,
                         double region, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
 {
-    int stream = !h2d ? STREAM_D2H : form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_PREFIX ? STREAM_GATHER : STREAM_H2D;
+    int stream = !h2d ? STREAM_D2H : form == COST_CE || form == COST_CE_BATCH || form == COST_CE_STRIDED ? STREAM_H2D : STREAM_GATHER;
     plan_op_t op = op_new(kind, layer, stream);
     cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->translations, &op);
     op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
@@ -283,7 +283,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     cost_xfer_t idx_form = c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
     /* the winners come head by head, each head's from its own part of the region (but for a token
      * layout, whose rows hold every head) */
-    cost_xfer_t win_form = c->fetch != FETCH_SM ? COST_CE_BATCH : method_layout(mt) == LAYOUT_TOKEN ? COST_SM_GATHER : COST_SM_HEADS;
+    cost_xfer_t win_form = c->fetch != FETCH_SM               ? COST_CE_BATCH
+                           : method_layout(mt) == LAYOUT_TOKEN ? COST_SM_GATHER
+                           : c->winners                        ? COST_SM_HEADS_NEW
+                                                               : COST_SM_HEADS;
     /* A step's gathers find their rows' translations cold: the winners change from step to step,
      * top-k hands them over in a different order each time, and a model's layers touch far more host
      * pages than the GPU caches. Only a gather that re-reads the same rows in the same order, alone,

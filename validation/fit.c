@@ -775,6 +775,7 @@ static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_
 static size_t knot_rows(const sel_t *rows, const char *variant, double region, const double g[4], double *v,
                         double *se, const kbrow_t **used, size_t max)
 {
+    bool fresh = !strstr(variant, "_reread");   /* new rows every repetition: all cold */
     double lat = g[0], peak = g[1], warm_rows = g[2], warm = g[3], sum = 0, sum2 = 0;
     size_t n = 0;
     for (size_t i = 0; i < rows->n && n < max; i++) {
@@ -782,7 +783,7 @@ static size_t knot_rows(const sel_t *rows, const char *variant, double region, c
         if (!is_op(r, OPKIND_SM_GATHER) || !alone(r) || strcmp(r->variant, variant) ||
             fabs(log(r->region_bytes / region)) > 0.01 || !(r->pieces > 0))
             continue;
-        double busy = r->t_med_us - lat, m = fmin(fmax(log2(r->pieces / warm_rows), 0), 1);
+        double busy = r->t_med_us - lat, m = fresh ? 1 : fmin(fmax(log2(r->pieces / warm_rows), 0), 1);
         if (!(busy > 1.1 * r->bytes_moved / (peak * 1e3)) || !(m > 0)) continue;
         double cold = m / (busy / r->pieces - (1 - m) / warm);   /* us a row, so Mrows/s */
         if (!(cold > 0)) continue;
@@ -808,7 +809,7 @@ static bool knot_fit(fit_t *f, const sel_t *rows, const char *variant, const cha
              "(gather_warm_rows) at this rate and the rest at the 256 MiB knot's", variant);
     put(f, name, *v, se, NAN, NAN, used, n, how);
     for (size_t j = 0; j < n; j++) {
-        double m = fmin(fmax(log2(used[j]->pieces / g[2]), 0), 1);
+        double m = strstr(variant, "_reread") ? fmin(fmax(log2(used[j]->pieces / g[2]), 0), 1) : 1;
         pred[j] = g[0] + used[j]->pieces * ((1 - m) / g[3] + m / *v);
         meas[j] = used[j]->t_med_us;
     }
@@ -818,11 +819,23 @@ static bool knot_fit(fit_t *f, const sel_t *rows, const char *variant, const cha
     return true;
 }
 
+/* Knot k of `name` from the rows of `variant` (knot_fit), else the value of knot `as` (derived). */
+static void knot_or(fit_t *f, const sel_t *rows, const char *variant, const char *name, int k, const double g[4],
+                    const char *as, double as_value, double *v)
+{
+    if (knot_fit(f, rows, variant, name, k, g, v)) return;
+    char how[160];
+    snprintf(how, sizeof how, "derived: as %s (no %s rows there that the row rate binds)", as, variant);
+    *v = as_value;
+    put(f, name, *v, 0, NAN, NAN, NULL, 0, how);
+}
+
 /* The row-rate knots the grid does not give (models/cost.h): between its knots (512 MiB, 2 and
  * 8 GiB) from re-read rows over the whole region (order_global_reread), else the geometric mean of
  * the neighbours (the log-linear curve between them); and each knot for rows read head by head
  * (order_heads_reread: 16 parts of the region in turn, as a winner fetch goes), else the knot of
- * rows in any order (where nothing binds the row rate, or without such rows). */
+ * rows in any order (where nothing binds the row rate, or without such rows); and head by head with
+ * a new set every repetition (order_heads: every row cold), else the re-read head-by-head knot. */
 static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     double g[4], knot[COST_ROW_KNOTS];
@@ -839,13 +852,12 @@ static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, er
                 "derived: the geometric mean of the neighbouring knots (a log-linear curve between them), no re-read "
                 "rows there that the row rate binds");
         }
+    double heads[COST_ROW_KNOTS];
+    for (int k = 0; k < COST_ROW_KNOTS; k++)
+        knot_or(f, rows, "order_heads_reread", cost_heads_knot_names[k], k, g, cost_row_knot_names[k], knot[k], &heads[k]);
     for (int k = 0; k < COST_ROW_KNOTS; k++) {
         double v;
-        if (knot_fit(f, rows, "order_heads_reread", cost_heads_knot_names[k], k, g, &v)) continue;
-        char how[160];
-        snprintf(how, sizeof how, "derived: as %s (no head-by-head rows there that the row rate binds)",
-                 cost_row_knot_names[k]);
-        put(f, cost_heads_knot_names[k], knot[k], 0, NAN, NAN, NULL, 0, how);
+        knot_or(f, rows, "order_heads", cost_heads_new_knot_names[k], k, g, cost_heads_knot_names[k], heads[k], &v);
     }
     return ERR_OK;
 }

@@ -25,6 +25,14 @@ static double get(calib_t *cal, const char *name)
     return v;
 }
 
+/* c and paths from t's profile, for GPU 0 reading host DRAM. */
+static void cost_ready(tmachine_t *t, cost_t *c, cost_paths_t *paths)
+{
+    err_t e;
+    cr_assert_eq(cost_init(c, t->cal, &e), 0, "%s", e.msg);
+    cr_assert_eq(cost_paths_resolve(c, &t->hw, t->sim, 0, HWINST_DRAM, paths, &e), 0, "%s", e.msg);
+}
+
 Test(cost, scan_families_are_kbench_variants_without_digits)
 {
     cr_expect_eq(cost_scan_family("pertoken136"), cost_scan_family("pertoken68"));
@@ -213,8 +221,7 @@ Test(cost, strided_2d_rows_cost_their_own)
     cost_t c;
     cost_paths_t paths;
     err_t e;
-    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
-    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    cost_ready(&t, &c, &paths);
     double bytes = 16.0 * 1048576, rows = 65536, lat = get(t.cal, "ce_latency_us") * 1e-6, link = get(t.cal, "h2d_GBps") * 1e9;
     static const struct { cost_xfer_t form; double row_s; } cases[2] = {{COST_CE, 0.5e-9}, {COST_CE_STRIDED, 9e-9}};
     for (int i = 0; i < 2; i++) {
@@ -319,8 +326,7 @@ Test(cost, topk_blocks_and_time)
     cost_t c;
     cost_paths_t paths;
     err_t e;
-    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
-    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    cost_ready(&t, &c, &paths);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 8, 32768), 8, 0);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 8, 4194304), 66, 0);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 128, 262144), 4, 0);
@@ -385,12 +391,12 @@ Test(cost, reread_rows_turn_cold_past_the_warm_count)
     cr_expect_float_eq(cost_gather_translations(&c, 100000, 1 << 20), 256, 0);
     /* half cold at 4 GiB: 1/rate = 0.5/r(256 MiB) + 0.5/r(4 GiB) */
     double r0 = get(t.cal, "gather_rows_Mps_256MiB") * 1e6, r2 = get(t.cal, "gather_rows_Mps_4GiB") * 1e6;
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0), false), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0), COST_SM_GATHER), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
     th_machine_free(&t);
 }
 
 /* The row rate between knots a doubling apart, log-linear: at 1.5 GiB between the 1 and 2 GiB knots
- * r1·(r2/r1)^log2(1.5); rows read head by head take their own table. */
+ * r1·(r2/r1)^log2(1.5); rows read head by head take their own table, and rows all new theirs. */
 Test(cost, row_rate_knots_and_head_order)
 {
     tmachine_t t;
@@ -402,9 +408,13 @@ Test(cost, row_rate_knots_and_head_order)
     err_t e;
     cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
     double g = 1073741824.0;
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, false), 50e6, 1e-6);
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, true), 80e6, 1e-6);
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 1.5 * g, INFINITY, false), 100e6 * pow(0.5, log2(1.5)), 1e-3);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, COST_SM_GATHER), 50e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, COST_SM_HEADS), 80e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 1.5 * g, INFINITY, COST_SM_GATHER), 100e6 * pow(0.5, log2(1.5)), 1e-3);
+    /* rows all new: cold whatever the translations the GPU could keep */
+    set(t.cal, "gather_heads_new_rows_Mps_2GiB", 60);
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, 0, COST_SM_HEADS_NEW), 60e6, 1e-6);
     th_machine_free(&t);
 }
 
@@ -419,11 +429,10 @@ Test(cost, gathers_are_warm_only_alone)
     cost_t c;
     cost_paths_t paths;
     err_t e;
-    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
-    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    cost_ready(&t, &c, &paths);
     const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm";
     double region = 1048576.0 * 8 * 512, warm = 1 / get(t.cal, "gather_rows_Mps_256MiB") * 1e-6;
-    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, true);   /* winners come head by head */
+    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, COST_SM_HEADS);   /* winners come head by head */
     for (int alone = 0; alone < 2; alone++)
         for (int layers = 1; layers <= 36; layers += 35) {
             t.m.layers = layers;
@@ -452,6 +461,41 @@ Test(cost, gathers_are_warm_only_alone)
     th_machine_free(&t);
 }
 
+/* Winners all new each step (winners: new) read the head-by-head table of rows read for the first
+ * time, cold even timed alone: Fathom at 1M spreads its K/V over 4 GiB (1M · 8 heads · 512 B). */
+Test(cost, new_winners_take_their_own_table)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_heads_rows_Mps_4GiB", 50);
+    set(t.cal, "gather_heads_new_rows_Mps_4GiB", 25);
+    cost_paths_t paths;
+    cost_t c;
+    err_t e;
+    cost_ready(&t, &c, &paths);
+    static const char *yaml[2] = {"method: fathom\nfetch: sm", "method: fathom\nfetch: sm\nwinners: new"};
+    static const double rows_ps[2] = {50e6, 25e6};
+    t.m.layers = 1;
+    for (int i = 0; i < 2; i++) {
+        plan_t plan;
+        provider_t *p = th_provider(&t, yaml[i]);
+        provider_set_layers_only(p, true);
+        plan_init(&plan);
+        plan_request_t req = {PLAN_DECODE, 1048576, 1, 0};
+        cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+        for (uint32_t j = 0; j < plan.n_ops; j++) {
+            const plan_op_t *op = &plan.ops[j];
+            if (op->kind != OPKIND_WINNER_FETCH) continue;
+            for (uint32_t u = 0; u < op->n_uses; u++)
+                if (op->uses[u].res == paths.rows)
+                    cr_expect_float_eq(op->uses[u].coef * 512, 1 / rows_ps[i], 1e-6 / rows_ps[i], "%s", yaml[i]);
+        }
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
+
 /* The SM index fetch (Fathom's plane prefixes): the gather's ceilings times prefix_gather_eff, its own
  * fixed time. */
 Test(cost, sm_index_fetch_is_the_prefix_kernel)
@@ -462,9 +506,7 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     set(t.cal, "prefix_gather_latency_us", 11);
     cost_t c;
     cost_paths_t paths;
-    err_t e;
-    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
-    cr_assert_eq(cost_paths_resolve(&c, &t.hw, t.sim, 0, HWINST_DRAM, &paths, &e), 0, "%s", e.msg);
+    cost_ready(&t, &c, &paths);
     plan_op_t g, pf;
     memset(&g, 0, sizeof g);
     memset(&pf, 0, sizeof pf);

@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -240,14 +240,17 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 t->gather_latency_us + n * 256 / (GBps * 1e3), -1, "", 1, -1);
         }
     /* 65536 re-read 256 B rows at 2 GiB over the whole region, and at 1 and 4 GiB head by head: the
-     * cold share at the knot's own rate (2 GiB's off the 1-4 GiB curve; head by head faster) */
-    static const double knot_region[3] = {2 * GIB, 1 * GIB, 4 * GIB};
-    for (int i = 0; i < 3; i++) {
-        double n = 65536, m = fmin(1, fmax(0, log2(n / t->gather_warm_rows)));
-        double cold = i == 0 ? t->rows_Mps_2GiB : t->heads_rows_Mps[i - 1];
+     * cold share at the knot's own rate (2 GiB's off the 1-4 GiB curve; head by head faster); and at
+     * 4 GiB head by head, a new set each time: every row cold */
+    static const double knot_region[4] = {2 * GIB, 1 * GIB, 4 * GIB, 4 * GIB};
+    static const char *const knot_variant[4] = {"order_global_reread", "order_heads_reread", "order_heads_reread",
+                                                "order_heads"};
+    for (int i = 0; i < 4; i++) {
+        double n = 65536, m = i == 3 ? 1 : fmin(1, fmax(0, log2(n / t->gather_warm_rows)));   /* new rows: all cold */
+        double cold = i == 0 ? t->rows_Mps_2GiB : i == 3 ? t->heads_new_rows_Mps_4GiB : t->heads_rows_Mps[i - 1];
         double us = n * ((1 - m) / rows_at(t, 0) + m / (cold * 1e6)) * 1e6;
-        row(&o, "link", "sm_gather", i ? "order_heads_reread" : "order_global_reread", -1, -1, 256, knot_region[i], n,
-            528, "alone", n * 256, t->gather_latency_us + fmax(us, n * 256 / (t->gather_peak_GBps * 1e3)), -1, "", 1, -1);
+        row(&o, "link", "sm_gather", knot_variant[i], -1, -1, 256, knot_region[i], n, 528, "alone", n * 256,
+            t->gather_latency_us + fmax(us, n * 256 / (t->gather_peak_GBps * 1e3)), -1, "", 1, -1);
     }
     /* Time slices of 2 and 3 contexts: runs of one slice, switch-outs of (N-1) slices and N switches. */
     for (int N = 2; N <= 3; N++) {

@@ -109,6 +109,7 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "gather_rows_Mps_2GiB", t.rows_Mps_2GiB, 0.03);
     near(f, "gather_heads_rows_Mps_1GiB", t.heads_rows_Mps[0], 0.03);
     near(f, "gather_heads_rows_Mps_4GiB", t.heads_rows_Mps[1], 0.03);
+    near(f, "gather_heads_new_rows_Mps_4GiB", t.heads_new_rows_Mps_4GiB, 0.03);
     near(f, "gemm_latency_us", t.gemm_latency_us, 0.01);
     near(f, "gemm_mem_eff", t.gemm_mem_eff, 0.002);
     near(f, "gemm_compute_eff", t.gemm_compute_eff, 0.002);
