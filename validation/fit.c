@@ -768,14 +768,20 @@ static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_
     return rc;
 }
 
-/* A knot's cold row rate (Mrows/s) from the link suite's re-read 256 B rows of `variant` at its
+/* The cold share of a link-suite gather of `variant`: re-read rows ("..._reread") as cold_share
+ * gives it, rows in a new set every repetition all cold. */
+static double variant_cold_share(const char *variant, double pieces, double warm_rows)
+{
+    return strstr(variant, "_reread") ? cold_share(pieces, log2(warm_rows)) : 1;
+}
+
+/* A knot's cold row rate (Mrows/s) from the link suite's 256 B rows of `variant` at its
  * region: each row's time less the gather's fixed time, its cold share (gather_warm_rows) at the
  * knot's rate and the rest at the warm one (cost_gather_rows_per_s), where the rows bind (the time
  * past 1.1x the bytes at the peak); the mean over the rows. Writes the rows used; returns how many. */
 static size_t knot_rows(const sel_t *rows, const char *variant, double region, const double g[4], double *v,
                         double *se, const kbrow_t **used, size_t max)
 {
-    bool fresh = !strstr(variant, "_reread");   /* new rows every repetition: all cold */
     double lat = g[0], peak = g[1], warm_rows = g[2], warm = g[3], sum = 0, sum2 = 0;
     size_t n = 0;
     for (size_t i = 0; i < rows->n && n < max; i++) {
@@ -783,7 +789,7 @@ static size_t knot_rows(const sel_t *rows, const char *variant, double region, c
         if (!is_op(r, OPKIND_SM_GATHER) || !alone(r) || strcmp(r->variant, variant) ||
             fabs(log(r->region_bytes / region)) > 0.01 || !(r->pieces > 0))
             continue;
-        double busy = r->t_med_us - lat, m = fresh ? 1 : fmin(fmax(log2(r->pieces / warm_rows), 0), 1);
+        double busy = r->t_med_us - lat, m = variant_cold_share(variant, r->pieces, warm_rows);
         if (!(busy > 1.1 * r->bytes_moved / (peak * 1e3)) || !(m > 0)) continue;
         double cold = m / (busy / r->pieces - (1 - m) / warm);   /* us a row, so Mrows/s */
         if (!(cold > 0)) continue;
@@ -809,7 +815,7 @@ static bool knot_fit(fit_t *f, const sel_t *rows, const char *variant, const cha
              "(gather_warm_rows) at this rate and the rest at the 256 MiB knot's", variant);
     put(f, name, *v, se, NAN, NAN, used, n, how);
     for (size_t j = 0; j < n; j++) {
-        double m = strstr(variant, "_reread") ? fmin(fmax(log2(used[j]->pieces / g[2]), 0), 1) : 1;
+        double m = variant_cold_share(variant, used[j]->pieces, g[2]);
         pred[j] = g[0] + used[j]->pieces * ((1 - m) / g[3] + m / *v);
         meas[j] = used[j]->t_med_us;
     }
@@ -1245,12 +1251,10 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
     if (!terms || !X || !m || !w || !pred) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     /* the terms the rows exercise: a column of zeros cannot be fitted */
     int col[TK_TERMS], p = 0;
+    for (size_t i = 0; !rc && i < t.n; i++) topk_terms(&c, t.v[i], &terms[i * TK_TERMS]);
     for (int j = 0; !rc && j < TK_TERMS; j++) {
         bool any = false;
-        for (size_t i = 0; i < t.n; i++) {
-            topk_terms(&c, t.v[i], &terms[i * TK_TERMS]);
-            any |= terms[i * TK_TERMS + j] > 0;
-        }
+        for (size_t i = 0; i < t.n; i++) any |= terms[i * TK_TERMS + j] > 0;
         if (any) col[p++] = j;
     }
     for (size_t i = 0; !rc && i < t.n; i++) {
