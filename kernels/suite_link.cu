@@ -398,20 +398,40 @@ static void section_gather_rows(link_t *L)
     CK(cudaFree(sets));
 }
 
+/* One set of kbench's "apart" winner fetch (kernels suite): 8 heads of k = rows/16 winners, the K
+ * piece of each at head*region/16 + idx*256 and its V piece region/2 further, K and V in turn. */
+static void kv_pair_offsets(uint64_t *d_off, size_t rows, size_t region, uint64_t seed, cudaStream_t s)
+{
+    const size_t heads = 8, k = rows / (2 * heads), span = region / (2 * heads);
+    uint64_t *h = (uint64_t *)malloc(rows * sizeof *h);
+    for (size_t j = 0; j < heads; j++)
+        for (size_t w = 0; w < k; w++) {
+            uint64_t at = j * span + kref_mix64(seed + j * k + w) % (span / 256) * 256;
+            h[2 * (j * k + w)] = at;
+            h[2 * (j * k + w) + 1] = region / 2 + at;
+        }
+    CK(cudaMemcpyAsync(d_off, h, rows * sizeof *h, cudaMemcpyHostToDevice, s));
+    CK(cudaStreamSynchronize(s));
+    free(h);
+}
+
 /* Where a gather's translations go: 65536 rows of 256 B at regions a doubling apart (256 MiB to
  * 16 GiB), their offsets drawn over the whole region (order_global) or in 16 sub-regions read one
  * after another (order_heads: a step's winner fetch goes head by head, K then V), each from a new
- * set every repetition (64 in turn) and from one set read again (_reread). */
+ * set every repetition (64 in turn) and from one set read again (_reread), both after an L2 flush;
+ * one set read again back to back with no flush between (_warm: the kernels suite times its winner
+ * fetches so); and the kernels suite's "apart" winner fetch itself (order_kv: 8 heads, K and V in
+ * turn from the two halves), re-read after a flush and back to back. */
 static void section_gather_order(link_t *L)
 {
     const size_t rows = 65536, parts = 16;
     const int nsets = 64;
     uint64_t *sets;
     CK(cudaMalloc(&sets, nsets * rows * sizeof(uint64_t)));
-    for (size_t region = 256 * KB_MIB; region <= L->hb.bytes; region *= 2)
+    for (size_t region = 256 * KB_MIB; region <= L->hb.bytes; region *= 2) {
+        if (L->o->quick && region % (1024 * KB_MIB))
+            continue;
         for (int heads = 0; heads < 2; heads++) {
-            if (L->o->quick && region % (1024 * KB_MIB))
-                continue;
             for (int k = 0; k < nsets; k++)
                 for (size_t h = 0; h < (heads ? parts : 1); h++) {
                     size_t n = heads ? rows / parts : rows, span = heads ? region / parts : region;
@@ -421,9 +441,16 @@ static void section_gather_order(link_t *L)
             work_t w = gather_work(L, 0, 256, region, 0, rows * 256, 4 * kb_sm_count(), 0);
             w.off = sets;
             run_single_flushed(L, &w, heads ? "order_heads_reread" : "order_global_reread");
+            run_single(L, &w, heads ? "order_heads_warm" : "order_global_warm");
             w.nsets = nsets;
             run_single_flushed(L, &w, heads ? "order_heads" : "order_global");
         }
+        kv_pair_offsets(sets, rows, region, 9000 + region, L->s[0]);
+        work_t w = gather_work(L, 0, 256, region, 0, rows * 256, 4 * kb_sm_count(), 0);
+        w.off = sets;
+        run_single_flushed(L, &w, "order_kv_reread");
+        run_single(L, &w, "order_kv_warm");
+    }
     CK(cudaFree(sets));
 }
 
