@@ -333,11 +333,12 @@ static void sec_scans(ks_t *K, queries_t *Q)
             double idxb = n / T_DEFAULT * plan_chunk_bytes(K, Q->plan);
             kb_fetch_prefix_sm(K->D.d[KB_M_FATHOM], hs, cmp, cs, Q->plan, HEADS, n, T_DEFAULT,
                                4 * kb_sm_count(), K->s);
-            /* full, compact, qg 4, from host, then kernels 1 and 2 on the full layout */
+            /* full, compact, from host (every n: a fit-set curve for the zero-copy scan), then qg 4
+             * and kernels 1 and 2 on the full layout */
             for (int mode = 0; mode < 6; mode++) {
                 int compact = mode == 1, qg = mode == 2 ? 4 : 1, host = mode == 3;
                 int variant = mode == 4 ? 1 : (mode == 5 ? 2 : 3);
-                if (mode >= 2 && (meth || (n != 65536 && n != 1048576)))
+                if (mode >= 2 && !host && (meth || (n != 65536 && n != 1048576)))
                     continue;
                 const uint8_t *idx = compact ? cmp : (host ? K->D.h[KB_M_FATHOM] : K->D.d[KB_M_FATHOM]);
                 kb_stats_t st = time_it(K, [&](cudaStream_t s) {
