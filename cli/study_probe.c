@@ -59,7 +59,8 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
 
 /* The kernel reads its host data over the link as an SM zero-copy stream (large contiguous pieces,
  * the region they span), so the link and the gather's ceilings bound it, not HBM; what it writes
- * (a scan's scores) stays in HBM, alongside. */
+ * (a scan's scores) stays in HBM, alongside. A plane scan (Fathom's, SparQ's) reads just its
+ * query's plane prefixes, the rows the SM index fetch would gather (COST_SM_ZC_SCAN). */
 static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_op_t *op,
                         err_t *e)
 {
@@ -69,7 +70,17 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_
     method_layer(provider_method(pp->inner), 0, req->context_tokens, 1, false, &ly);
     double bytes = op->kind == OPKIND_SCAN ? ly.index_host_bytes + ly.index_hbm_bytes : op->bytes_hbm, piece = 131072;
     uint16_t kind = op->kind, layer = op->layer;
-    cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, 0, op);
+    const method_t *mt = provider_method(pp->inner);
+    const method_cfg_t *c = method_cfg(mt);
+    if (op->kind == OPKIND_SCAN && (c->method == METHOD_FATHOM || c->method == METHOD_SPARQ) && ly.index_pieces > 0) {
+        /* the scan walks chunk by chunk: a chunk's prefixes lie within its own bytes (one run of
+         * translations each), where the index fetch's kernel reads them channel by channel */
+        double runs = method_llm(mt)->kv_heads * ceil((double)req->context_tokens / (double)c->chunk);
+        cost_transfer(&pp->cost, &pp->paths, COST_SM_ZC_SCAN, true, ly.index_host_bytes, runs, ly.index_region_bytes, 0,
+                      op);
+    }
+    else
+        cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, 0, op);
     op->kind = kind;
     op->layer = layer;
     return ERR_OK;

@@ -74,24 +74,12 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
         F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce2d_copy_us", ce2d_copy_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
         F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
         F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
-        F("gather_rows_Mps_256MiB", gather_rows_ps[0], 1e6), F("gather_rows_Mps_512MiB", gather_rows_ps[1], 1e6),
-        F("gather_rows_Mps_1GiB", gather_rows_ps[2], 1e6), F("gather_rows_Mps_2GiB", gather_rows_ps[3], 1e6),
-        F("gather_rows_Mps_4GiB", gather_rows_ps[4], 1e6), F("gather_rows_Mps_8GiB", gather_rows_ps[5], 1e6),
-        F("gather_rows_Mps_16GiB", gather_rows_ps[6], 1e6),
-        F("gather_heads_rows_Mps_256MiB", gather_heads_rows_ps[0], 1e6), F("gather_heads_rows_Mps_512MiB", gather_heads_rows_ps[1], 1e6),
-        F("gather_heads_rows_Mps_1GiB", gather_heads_rows_ps[2], 1e6), F("gather_heads_rows_Mps_2GiB", gather_heads_rows_ps[3], 1e6),
-        F("gather_heads_rows_Mps_4GiB", gather_heads_rows_ps[4], 1e6), F("gather_heads_rows_Mps_8GiB", gather_heads_rows_ps[5], 1e6),
-        F("gather_heads_rows_Mps_16GiB", gather_heads_rows_ps[6], 1e6),
-        F("gather_heads_new_rows_Mps_256MiB", gather_heads_new_rows_ps[0], 1e6), F("gather_heads_new_rows_Mps_512MiB", gather_heads_new_rows_ps[1], 1e6),
-        F("gather_heads_new_rows_Mps_1GiB", gather_heads_new_rows_ps[2], 1e6), F("gather_heads_new_rows_Mps_2GiB", gather_heads_new_rows_ps[3], 1e6),
-        F("gather_heads_new_rows_Mps_4GiB", gather_heads_new_rows_ps[4], 1e6), F("gather_heads_new_rows_Mps_8GiB", gather_heads_new_rows_ps[5], 1e6),
-        F("gather_heads_new_rows_Mps_16GiB", gather_heads_new_rows_ps[6], 1e6),
         F("gather_warm_rows", gather_warm_rows, 1), F("prefix_gather_latency_us", prefix_latency_s, 1e-6),
-        F("prefix_gather_eff", prefix_eff, 1), F("host_page_bytes", host_page_bytes, 1),
+        F("prefix_gather_eff", prefix_eff, 1), F("zc_scan_eff", zc_scan_eff, 1), F("host_page_bytes", host_page_bytes, 1),
         F("gather_weight", gather_weight, 1), F("gather_duplex_coef", gather_duplex_coef, 1),
         F("kernel_latency_us", kernel_latency_s, 1e-6), F("kernel_mem_eff", kernel_mem_eff, 1),
         F("kernel_compute_eff", kernel_compute_eff, 1), F("gemm_mem_eff", gemm_mem_eff, 1),
@@ -117,6 +105,12 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         if (rc) return rc;
         *(double *)((char *)c + map[i].off) = v * map[i].scale;
     }
+    for (int t = 0; t < COST_ROW_TABLES; t++)
+        for (int k = 0; k < COST_ROW_KNOTS; k++) {
+            int rc = calib_get(cal, cost_row_names[t][k], &c->gather_rows_ps[t][k], e);
+            if (rc) return rc;
+            c->gather_rows_ps[t][k] *= 1e6;
+        }
     return kinds_init(c, cal, e);
 }
 
@@ -149,17 +143,11 @@ static void set_uses(plan_op_t *op, const plan_use_t *u, uint8_t n)
 
 const double cost_row_knot_bytes[COST_ROW_KNOTS] = {268435456.0,  536870912.0,  1073741824.0, 2147483648.0,
                                                      4294967296.0, 8589934592.0, 17179869184.0};
-const char *const cost_row_knot_names[COST_ROW_KNOTS] = {
-    "gather_rows_Mps_256MiB", "gather_rows_Mps_512MiB", "gather_rows_Mps_1GiB", "gather_rows_Mps_2GiB",
-    "gather_rows_Mps_4GiB",   "gather_rows_Mps_8GiB",   "gather_rows_Mps_16GiB"};
-const char *const cost_heads_knot_names[COST_ROW_KNOTS] = {
-    "gather_heads_rows_Mps_256MiB", "gather_heads_rows_Mps_512MiB", "gather_heads_rows_Mps_1GiB",
-    "gather_heads_rows_Mps_2GiB",   "gather_heads_rows_Mps_4GiB",   "gather_heads_rows_Mps_8GiB",
-    "gather_heads_rows_Mps_16GiB"};
-const char *const cost_heads_new_knot_names[COST_ROW_KNOTS] = {
-    "gather_heads_new_rows_Mps_256MiB", "gather_heads_new_rows_Mps_512MiB", "gather_heads_new_rows_Mps_1GiB",
-    "gather_heads_new_rows_Mps_2GiB",   "gather_heads_new_rows_Mps_4GiB",   "gather_heads_new_rows_Mps_8GiB",
-    "gather_heads_new_rows_Mps_16GiB"};
+#define KNOTS(t) {t "256MiB", t "512MiB", t "1GiB", t "2GiB", t "4GiB", t "8GiB", t "16GiB"}
+const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {
+    KNOTS("gather_rows_Mps_"), KNOTS("gather_heads_rows_Mps_"), KNOTS("gather_heads_new_rows_Mps_"),
+    KNOTS("gather_pt_rows_Mps_"), KNOTS("gather_heads_pt_rows_Mps_")};
+#undef KNOTS
 
 /* The knot at or below region_bytes (0 below the first, the last past it). */
 static int row_knot(double region_bytes)
@@ -169,10 +157,9 @@ static int row_knot(double region_bytes)
     return i;
 }
 
-static double rows_cold_per_s(const cost_t *c, double region_bytes, cost_xfer_t form)
+static double rows_cold_per_s(const cost_t *c, double region_bytes, cost_rows_t table)
 {
-    const double *r = form == COST_SM_HEADS ? c->gather_heads_rows_ps
-                    : form == COST_SM_HEADS_NEW ? c->gather_heads_new_rows_ps : c->gather_rows_ps;
+    const double *r = c->gather_rows_ps[table];
     int i = row_knot(region_bytes);
     if (region_bytes <= cost_row_knot_bytes[0] || i == COST_ROW_KNOTS - 1) return r[i];
     double f = log(region_bytes / cost_row_knot_bytes[i]) / log(cost_row_knot_bytes[i + 1] / cost_row_knot_bytes[i]);
@@ -185,10 +172,18 @@ double cost_gather_cold_share(const cost_t *c, double rows)
     return !(x > 0) ? 0 : x >= 1 ? 1 : x;
 }
 
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_xfer_t form)
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_rows_t table)
 {
-    double cold = form == COST_SM_HEADS_NEW ? 1.0 : cost_gather_cold_share(c, translations);
-    return 1.0 / ((1.0 - cold) / c->gather_rows_ps[0] + cold / rows_cold_per_s(c, region_bytes, form));
+    double cold = table == COST_ROWS_HEADS_NEW ? 1.0 : cost_gather_cold_share(c, translations);
+    return 1.0 / ((1.0 - cold) / c->gather_rows_ps[COST_ROWS_ANY][0] + cold / rows_cold_per_s(c, region_bytes, table));
+}
+
+cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, double translations)
+{
+    bool pt = translations <= 0 && bytes <= c->l2_bytes;
+    if (form == COST_SM_HEADS_NEW) return COST_ROWS_HEADS_NEW;
+    if (form == COST_SM_HEADS) return pt ? COST_ROWS_HEADS_PT : COST_ROWS_HEADS;
+    return pt ? COST_ROWS_ANY_PT : COST_ROWS_ANY;
 }
 
 /* A kernel running alone at alone_rate (units of its work per second) fills the GPU's SMs. */
@@ -212,15 +207,17 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
     op->cost.work = bytes;
     op->cost.cap_rate = 0;
-    if (form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_HEADS_NEW || form == COST_SM_PREFIX) {
-        bool prefix = form == COST_SM_PREFIX;
-        double eff = prefix ? c->prefix_eff : 1.0;
+    if (form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_HEADS_NEW || form == COST_SM_PREFIX ||
+        form == COST_SM_ZC_SCAN) {
+        bool prefix = form == COST_SM_PREFIX || form == COST_SM_ZC_SCAN;
+        double eff = prefix ? c->prefix_eff * (form == COST_SM_ZC_SCAN ? c->zc_scan_eff : 1.0) : 1.0;
         op->exec = PLAN_EXEC_GPU;
         set_uses(op, p->gather, p->n_gather);
         double blocks_rate = c->gather_blocks * c->gather_block_Bps;
         double own = cost_gather_translations(c, pieces, region_bytes);
         double tlb = translations > own ? translations : own;
-        double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb, form) * piece * eff;
+        cost_rows_t table = cost_gather_table(c, form, bytes, translations);
+        double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb, table) * piece * eff;
         op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
         if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
         /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed
@@ -236,20 +233,20 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
             calib_note(c->cal, "gather_blocks", NAN);
         }
         if (rows_rate < op->cost.cap_rate) {
-            const char *const *names = form == COST_SM_HEADS ? cost_heads_knot_names
-                                     : form == COST_SM_HEADS_NEW ? cost_heads_new_knot_names : cost_row_knot_names;
+            const char *const *names = cost_row_names[table];
             int k = row_knot(region_bytes), last = COST_ROW_KNOTS - 1;
             calib_note(c->cal, names[k], piece);
             if (k < last && region_bytes > cost_row_knot_bytes[0]) calib_note(c->cal, names[k + 1], piece);
-            calib_note(c->cal, cost_row_knot_names[0], piece);   /* the warm rows' rate */
+            calib_note(c->cal, cost_row_names[COST_ROWS_ANY][0], piece);   /* the warm rows' rate */
             if (region_bytes > cost_row_knot_bytes[last]) calib_note_outside(c->cal, names[last]);
-            if (isfinite(tlb) && form != COST_SM_HEADS_NEW) {
+            if (isfinite(tlb) && table != COST_ROWS_HEADS_NEW) {
                 calib_note(c->cal, "gather_warm_rows", tlb);
                 calib_note(c->cal, "host_page_bytes", NAN);
             }
         }
         calib_note(c->cal, prefix ? "prefix_gather_latency_us" : "gather_latency_us", NAN);
         if (prefix) calib_note(c->cal, "prefix_gather_eff", bytes);
+        if (form == COST_SM_ZC_SCAN) calib_note(c->cal, "zc_scan_eff", bytes);
         calib_note(c->cal, "gather_weight", NAN);
         calib_note(c->cal, "gather_duplex_coef", NAN);
         calib_note(c->cal, "launch_us", NAN);

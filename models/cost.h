@@ -60,25 +60,28 @@ int cost_scan_family(const char *name);
  * family itself), or -1 when kbench measured no such form. */
 int cost_scan_form(int family, const char *form);
 
-/* The SM gather's row rate is given at regions a doubling or two apart (256 MiB to 16 GiB;
- * gather_rows_Mps_<size>): the address translations its rows need cost more as they spread. */
+/* The SM gather's row rate is given at regions a doubling or two apart (256 MiB to 16 GiB): the
+ * address translations its rows need cost more as they spread. One table per way of reading the
+ * rows (gather_<table>rows_Mps_<size>): in any order, head by head (16 parts of the region in turn,
+ * as a winner fetch goes), head by head none read before; and the first two again when the rows'
+ * page-table entries are still in L2 (a gather re-reading its rows back to back, its bytes fewer
+ * than the L2 holds: kbench's kernels suite times its winner fetches so). After a flush of the L2,
+ * or between the layers of a step, each translation that misses the GPU's TLBs reads its entry from
+ * memory. */
 #define COST_ROW_KNOTS 7
+typedef enum { COST_ROWS_ANY, COST_ROWS_HEADS, COST_ROWS_HEADS_NEW, COST_ROWS_ANY_PT, COST_ROWS_HEADS_PT, COST_ROW_TABLES } cost_rows_t;
 extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
-extern const char *const cost_row_knot_names[COST_ROW_KNOTS];
-extern const char *const cost_heads_knot_names[COST_ROW_KNOTS];
-extern const char *const cost_heads_new_knot_names[COST_ROW_KNOTS];
+extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 
 /* The parameter values of one platform, SI units, read once from a profile. */
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
-    double ce_latency_s, ce_b2b_gap_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
+    double ce_latency_s, ce_b2b_gap_s, ce2d_copy_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
-    double gather_rows_ps[COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
-    double gather_heads_rows_ps[COST_ROW_KNOTS]; /* the same for rows read head by head */
-    double gather_heads_new_rows_ps[COST_ROW_KNOTS]; /* ... and none read before */
+    double gather_rows_ps[COST_ROW_TABLES][COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
-    double prefix_latency_s, prefix_eff; /* COST_SM_PREFIX */
+    double prefix_latency_s, prefix_eff, zc_scan_eff; /* COST_SM_PREFIX, COST_SM_ZC_SCAN */
     double host_page_bytes;    /* host memory's translation unit for the GPU */
     double gather_weight, gather_duplex_coef;
     double kernel_latency_s, kernel_mem_eff, kernel_compute_eff, gemm_mem_eff, gemm_compute_eff;
@@ -127,8 +130,10 @@ typedef enum {
                       * rows from 16 parts in turn, taken for any number of heads) */
     COST_SM_HEADS_NEW, /* the same, none of its rows read before (winners all new each step):
                       * gather_heads_new_rows_Mps_<size>, every row cold */
-    COST_SM_PREFIX   /* the index fetch's kernel reading each chunk's plane prefixes the same way: the
+    COST_SM_PREFIX,  /* the index fetch's kernel reading each chunk's plane prefixes the same way: the
                       * gather's rate times prefix_gather_eff, its own fixed time */
+    COST_SM_ZC_SCAN  /* a plane scan reading those prefixes straight from host memory (no fetch): the
+                      * index fetch's form at zc_scan_eff times its rate */
 } cost_xfer_t;
 
 /* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
@@ -142,13 +147,16 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
  * row, at most one per host page of the region. */
 double cost_gather_translations(const cost_t *c, double pieces, double region_bytes);
 
-/* The SM gather's rows per second over region_bytes when the GPU must keep `translations` address
- * translations for its rows to stay warm (INFINITY: cold): the cold share of the rows at the
- * region's rate (log-log interpolation between the two knots around it, flat outside them;
- * cost_transfer notes those knots, and a region past 16 GiB as outside the range; the table of the
- * gather's form: rows in any order, head by head, or head by head and new, which are all cold), the
- * warm rest at the 256 MiB knot's, whose translations miss nothing. */
-double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_xfer_t form);
+/* The SM gather's rows per second over region_bytes from row table `table` when the GPU must keep
+ * `translations` address translations for its rows to stay warm (INFINITY: cold): the cold share of
+ * the rows at the region's rate (log-log interpolation between the two knots around it, flat outside
+ * them; cost_transfer notes those knots, and a region past 16 GiB as outside the range), the warm
+ * rest at the 256 MiB knot's, whose translations miss nothing. Rows none read before are all cold. */
+double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_rows_t table);
+/* The row table of an SM gather of `form` moving `bytes`, its translations `translations` as
+ * cost_transfer takes them: ≤ 0 (a gather alone re-reading its rows) keeps their page-table entries
+ * in L2 when its bytes fit there. */
+cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, double translations);
 /* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to
  * gather_warm_rows, 1 from twice as many, log-linear between. */
 double cost_gather_cold_share(const cost_t *c, double rows);

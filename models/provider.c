@@ -239,8 +239,8 @@ static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
 /* A copy-engine fetch of per-query planes: the host needs the plan first, then issues one 2D copy
  * per (KV head, active channel), one after another on the copy stream, each a row per chunk (the
  * channel's plane prefix), rows a chunk apart in host memory. The chain costs one copy setup and
- * then, per further copy, the longer of the engine's back-to-back gap and the host's issue time (the
- * host issues the next copy while the engine runs the one before). */
+ * then ce2d_copy per further copy (fitted on such chains: the host issues the next copy while the
+ * engine runs the one before). */
 static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *dep, uint32_t *id)
 {
     const provider_t *p = b->p;
@@ -254,9 +254,9 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
     if (rc) return rc;
     plan_op_t *op = &b->out->ops[*id];
     op->host_sync = true;
-    op->cost.latency_ps = cost_ps(p->cost.ce_latency_s + (copies - 1) * fmax(p->cost.ce_b2b_gap_s, p->cost.copy_launch_s));
+    op->cost.latency_ps = cost_ps(p->cost.ce_latency_s + (copies - 1) * p->cost.ce2d_copy_s);
     op->launch_ps = cost_ps(p->cost.copy_launch_s);
-    calib_note(p->cost.cal, "ce_b2b_gap_us", copies);
+    calib_note(p->cost.cal, "ce2d_copy_us", copies);
     return ERR_OK;
 }
 

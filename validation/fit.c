@@ -611,29 +611,28 @@ static double rows_at(const double *knot_ps, double region)
 
 
 /* 2D copies whose rows lie a chunk apart (kbench's index_fetch "ce2d": one copy per head and active
- * channel, a row per chunk, `pieces` copies): t - ce_latency - (copies-1)*max(gap, copy_launch) -
- * bytes/h2d = rows*page_row, rows = copies * chunks, robust (bisquare) in relative terms; the chain's
- * terms are the cost form's (models/provider.c), from the CE fits. */
+ * channel, a row per chunk, `pieces` copies): t - ce_latency - bytes/h2d = (copies-1)*copy + rows*page_row,
+ * rows = copies * chunks, least squares in relative terms. The copies' issue and turn-around is the
+ * chain's own (not the 1D back-to-back gap: each copy walks its rows' pages), and both terms are
+ * determined where the runs span enough rows per copy (their standard errors say how well). */
 static int fit_strided(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     sel_t s = {0};
     for (size_t i = 0; i < rows->n; i++) {
         const kbrow_t *r = rows->v[i];
-        if (is_op(r, OPKIND_INDEX_FETCH) && alone(r) && !strcmp(r->variant, "ce2d") && r->pieces > 0 &&
+        if (is_op(r, OPKIND_INDEX_FETCH) && alone(r) && !strcmp(r->variant, "ce2d") && r->pieces > 1 &&
             r->chunk_tokens > 0 && r->n_tokens > 0 && r->bytes_moved > 0 && sel_add(&s, r))
             return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     }
-    if (s.n < 2) {
-        note(f, "ce2d_page_row_ns: not determined (%zu strided 2D copy rows)", s.n);
+    if (s.n < 3) {
+        note(f, "ce2d_copy_us, ce2d_page_row_ns: not determined (%zu strided 2D copy rows, 3 needed)", s.n);
         free(s.v);
         return ERR_OK;
     }
-    double lat, h2d, gap, issue;
+    double lat, h2d;
     int rc = value_of(f, seed, "ce_latency_us", &lat, e);
     if (!rc) rc = value_of(f, seed, "h2d_GBps", &h2d, e);
-    if (!rc) rc = value_of(f, seed, "ce_b2b_gap_us", &gap, e);
-    if (!rc) rc = value_of(f, seed, "copy_launch_us", &issue, e);
-    double *X = malloc(s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *base = malloc(s.n * sizeof *base);
+    double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *base = malloc(s.n * sizeof *base);
     double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas), *nrows = malloc(s.n * sizeof *nrows);
     if (!rc && (!X || !y || !base || !pred || !meas || !nrows)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     lsq_fit_t lf;
@@ -641,23 +640,28 @@ static int fit_strided(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
         for (size_t i = 0; i < s.n; i++) {
             const kbrow_t *r = s.v[i];
             nrows[i] = r->pieces * ceil(r->n_tokens / r->chunk_tokens);
-            base[i] = lat + (r->pieces - 1) * fmax(gap, issue) + r->bytes_moved / (h2d * 1e3);
+            base[i] = lat + r->bytes_moved / (h2d * 1e3);
             meas[i] = r->t_med_us;
-            X[i] = nrows[i] / meas[i];
+            X[2 * i] = (r->pieces - 1) / meas[i];
+            X[2 * i + 1] = nrows[i] / meas[i];
             y[i] = (meas[i] - base[i]) / meas[i];
         }
-        rc = lsq_robust("ce2d_page_row_ns", X, y, s.n, 1, &lf, e);
+        rc = lsq_wlinear("ce2d_copy_us, ce2d_page_row_ns", X, y, NULL, s.n, 2, &lf, e);
     }
     if (!rc) {
-        double v = fmax(lf.coef[0], 0) * 1e3, lo = INFINITY, hi = -INFINITY;
+        double copy = fmax(lf.coef[0], 0), row = fmax(lf.coef[1], 0), lo = INFINITY, hi = -INFINITY, clo = INFINITY,
+               chi = -INFINITY;
         for (size_t i = 0; i < s.n; i++) {
             lo = fmin(lo, nrows[i]);
             hi = fmax(hi, nrows[i]);
-            pred[i] = base[i] + nrows[i] * v * 1e-3;
+            clo = fmin(clo, s.v[i]->pieces);
+            chi = fmax(chi, s.v[i]->pieces);
+            pred[i] = base[i] + (s.v[i]->pieces - 1) * copy + nrows[i] * row;
         }
-        put(f, "ce2d_page_row_ns", v, lf.se[0] * 1e3, lo, hi, s.v, s.n,
-            "index_fetch ce2d: t - ce_latency - (copies-1)*max(ce_b2b_gap, copy_launch) - bytes/h2d = rows*page_row, "
-            "rows = copies*chunks, robust (bisquare) in relative terms");
+        const char *how = "index_fetch ce2d: t - ce_latency - bytes/h2d = (copies-1)*copy + rows*page_row, "
+                          "rows = copies*chunks, least squares in relative terms";
+        put(f, "ce2d_copy_us", copy, lf.se[0], clo, chi, s.v, s.n, how);
+        put(f, "ce2d_page_row_ns", row * 1e3, lf.se[1] * 1e3, lo, hi, s.v, s.n, how);
         resid(f, "ce_copy2d_strided", pred, meas, s.n);
     }
     free(X), free(y), free(base), free(pred), free(meas), free(nrows), free(s.v);
@@ -768,11 +772,11 @@ static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_
     return rc;
 }
 
-/* The cold share of a link-suite gather of `variant`: re-read rows ("..._reread") as cold_share
- * gives it, rows in a new set every repetition all cold. */
+/* The cold share of a link-suite gather of `variant`: re-read rows ("..._reread" after an L2 flush,
+ * "..._warm" back to back) as cold_share gives it, rows in a new set every repetition all cold. */
 static double variant_cold_share(const char *variant, double pieces, double warm_rows)
 {
-    return strstr(variant, "_reread") ? cold_share(pieces, log2(warm_rows)) : 1;
+    return strstr(variant, "_reread") || strstr(variant, "_warm") ? cold_share(pieces, log2(warm_rows)) : 1;
 }
 
 /* A knot's cold row rate (Mrows/s) from the link suite's 256 B rows of `variant` at its
@@ -840,30 +844,34 @@ static void knot_or(fit_t *f, const sel_t *rows, const char *variant, const char
  * 8 GiB) from re-read rows over the whole region (order_global_reread), else the geometric mean of
  * the neighbours (the log-linear curve between them); and each knot for rows read head by head
  * (order_heads_reread: 16 parts of the region in turn, as a winner fetch goes), else the knot of
- * rows in any order (where nothing binds the row rate, or without such rows); and head by head with
- * a new set every repetition (order_heads: every row cold), else the re-read head-by-head knot. */
+ * rows in any order (where nothing binds the row rate, or without such rows); head by head with a
+ * new set every repetition (order_heads: every row cold), else the re-read head-by-head knot; and
+ * the two re-read tables again from rows read back to back with no flush between, their page-table
+ * entries still in L2 (order_global_warm, order_heads_warm), else the flushed knot. */
 static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
+    const char *const *any = cost_row_names[COST_ROWS_ANY], *const *heads_n = cost_row_names[COST_ROWS_HEADS];
     double g[4], knot[COST_ROW_KNOTS];
     int rc = value_of(f, seed, "gather_latency_us", &g[0], e);
     if (!rc) rc = value_of(f, seed, "gather_peak_GBps", &g[1], e);
     if (!rc) rc = value_of(f, seed, "gather_warm_rows", &g[2], e);
-    for (int k = 0; k < COST_ROW_KNOTS && !rc; k++) rc = value_of(f, seed, cost_row_knot_names[k], &knot[k], e);
+    for (int k = 0; k < COST_ROW_KNOTS && !rc; k++) rc = value_of(f, seed, any[k], &knot[k], e);
     if (rc) return rc;
     g[3] = knot[0];
     for (int k = 1; k < COST_ROW_KNOTS - 1; k += 2)
-        if (!knot_fit(f, rows, "order_global_reread", cost_row_knot_names[k], k, g, &knot[k])) {
+        if (!knot_fit(f, rows, "order_global_reread", any[k], k, g, &knot[k])) {
             knot[k] = sqrt(knot[k - 1] * knot[k + 1]);
-            put(f, cost_row_knot_names[k], knot[k], 0, NAN, NAN, NULL, 0,
+            put(f, any[k], knot[k], 0, NAN, NAN, NULL, 0,
                 "derived: the geometric mean of the neighbouring knots (a log-linear curve between them), no re-read "
                 "rows there that the row rate binds");
         }
-    double heads[COST_ROW_KNOTS];
+    double heads[COST_ROW_KNOTS], v;
     for (int k = 0; k < COST_ROW_KNOTS; k++)
-        knot_or(f, rows, "order_heads_reread", cost_heads_knot_names[k], k, g, cost_row_knot_names[k], knot[k], &heads[k]);
+        knot_or(f, rows, "order_heads_reread", heads_n[k], k, g, any[k], knot[k], &heads[k]);
     for (int k = 0; k < COST_ROW_KNOTS; k++) {
-        double v;
-        knot_or(f, rows, "order_heads", cost_heads_new_knot_names[k], k, g, cost_heads_knot_names[k], heads[k], &v);
+        knot_or(f, rows, "order_heads", cost_row_names[COST_ROWS_HEADS_NEW][k], k, g, heads_n[k], heads[k], &v);
+        knot_or(f, rows, "order_global_warm", cost_row_names[COST_ROWS_ANY_PT][k], k, g, any[k], knot[k], &v);
+        knot_or(f, rows, "order_heads_warm", cost_row_names[COST_ROWS_HEADS_PT][k], k, g, heads_n[k], heads[k], &v);
     }
     return ERR_OK;
 }
@@ -912,6 +920,58 @@ static int fit_prefix(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e
     free(w);
     free(pred);
     free(s.v);
+    return rc;
+}
+
+/* A plane scan reading its index straight from host memory (kernels-suite scan rows of Fathom or
+ * SparQ on the host, one query head): the prefixes the SM index fetch reads, at zc_scan_eff times
+ * its rate: zc = (idx / (prefix_eff*R)) / (t - prefix_lat), idx the row's bytes less its scores
+ * (4 B per head and token), R the gather's rate min(peak, gather_blocks*block); the mean over the
+ * rows. */
+static int fit_zc_scan(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    sel_t s = {0};
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        bool planes = !strcmp(r->variant, "fathom") || !strcmp(r->variant, "sparq");
+        if (is_op(r, OPKIND_SCAN) && alone(r) && planes && !strcmp(r->placement, "host") && !(r->qheads > 1) &&
+            r->heads > 0 && r->n_tokens > 0 && r->t_med_us > 0 && sel_add(&s, r))
+            return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    gmodel_t g;
+    double lat, eff, blocks;
+    int rc = gather_model(f, seed, &g, e);
+    if (!rc) rc = value_of(f, seed, "prefix_gather_latency_us", &lat, e);
+    if (!rc) rc = value_of(f, seed, "prefix_gather_eff", &eff, e);
+    if (!rc) rc = value_of(f, seed, "gather_blocks", &blocks, e);
+    double *zc = malloc(s.n * sizeof *zc + 1), *pred = malloc(s.n * sizeof *pred + 1), *meas = malloc(s.n * sizeof *meas + 1);
+    if (!rc && (!zc || !pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    size_t n = 0;
+    double R = fmin(g.peak_GBps, blocks * g.block_GBps) * 1e3;   /* bytes per us */
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        const kbrow_t *r = s.v[i];
+        double idx = r->bytes_moved - 4.0 * r->heads * r->n_tokens, busy = r->t_med_us - lat;
+        if (idx > 0 && busy > 0) {
+            zc[n] = idx / (eff * R) / busy;
+            s.v[n++] = r;
+        }
+    }
+    if (!rc && !n) note(f, "zc_scan_eff: not determined (no plane scan rows from host)");
+    double v, se;
+    if (!rc && n) rc = lsq_mean("zc_scan_eff", zc, n, &v, &se, e);
+    if (!rc && n) {
+        double lo = INFINITY, hi = 0;
+        for (size_t i = 0; i < n; i++) {
+            double idx = s.v[i]->bytes_moved - 4.0 * s.v[i]->heads * s.v[i]->n_tokens;
+            lo = fmin(lo, idx), hi = fmax(hi, idx);
+            pred[i] = lat + idx / (v * eff * R);
+            meas[i] = s.v[i]->t_med_us;
+        }
+        put(f, "zc_scan_eff", v, se, lo, hi, s.v, n,
+            "plane scans from host: (index bytes/(prefix_gather_eff*gather rate)) / (t - prefix_gather_latency), the mean");
+        resid(f, "scan_zero_copy_planes", pred, meas, n);
+    }
+    free(zc), free(pred), free(meas), free(s.v);
     return rc;
 }
 
@@ -1983,6 +2043,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_gather_tlb(f, &rows, seed, e);
     if (!rc) rc = fit_gather_knots(f, &rows, seed, e);
     if (!rc) rc = fit_prefix(f, &rows, seed, e);
+    if (!rc) rc = fit_zc_scan(f, &rows, seed, e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,
                                 "cudaMemcpy2DAsync: t - ce_latency - bytes/h2d = rows*row, robust (bisquare) in relative terms "
                                 "(latency and bandwidth from the CE fit: every 2D row moves the same bytes)",

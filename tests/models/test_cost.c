@@ -237,13 +237,13 @@ Test(cost, strided_2d_rows_cost_their_own)
 }
 
 /* Fathom's index over the copy engine at 64K: one 2D copy per KV head and active channel, chained (one
- * setup, then the longer of the gap and the host's issue time per further copy), a row per chunk. */
+ * setup, then ce2d_copy per further copy: not the 1D chain's gap), a row per chunk. */
 Test(cost, channel_copies_chain_their_setups)
 {
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
-    set(t.cal, "ce_b2b_gap_us", 3);
-    set(t.cal, "copy_launch_us", 2);
+    set(t.cal, "ce_b2b_gap_us", 5);
+    set(t.cal, "ce2d_copy_us", 3);
     set(t.cal, "ce2d_page_row_ns", 9);
     plan_t plan;
     provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nchunk: 1024", 65536, &plan);
@@ -391,7 +391,7 @@ Test(cost, reread_rows_turn_cold_past_the_warm_count)
     cr_expect_float_eq(cost_gather_translations(&c, 100000, 1 << 20), 256, 0);
     /* half cold at 4 GiB: 1/rate = 0.5/r(256 MiB) + 0.5/r(4 GiB) */
     double r0 = get(t.cal, "gather_rows_Mps_256MiB") * 1e6, r2 = get(t.cal, "gather_rows_Mps_4GiB") * 1e6;
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0), COST_SM_GATHER), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 4294967296.0, 1000 * sqrt(2.0), COST_ROWS_ANY), 1 / (0.5 / r0 + 0.5 / r2), 1e-3);
     th_machine_free(&t);
 }
 
@@ -408,13 +408,86 @@ Test(cost, row_rate_knots_and_head_order)
     err_t e;
     cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
     double g = 1073741824.0;
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, COST_SM_GATHER), 50e6, 1e-6);
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, COST_SM_HEADS), 80e6, 1e-6);
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 1.5 * g, INFINITY, COST_SM_GATHER), 100e6 * pow(0.5, log2(1.5)), 1e-3);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, COST_ROWS_ANY), 50e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, INFINITY, COST_ROWS_HEADS), 80e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 1.5 * g, INFINITY, COST_ROWS_ANY), 100e6 * pow(0.5, log2(1.5)), 1e-3);
     /* rows all new: cold whatever the translations the GPU could keep */
     set(t.cal, "gather_heads_new_rows_Mps_2GiB", 60);
     cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
-    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, 0, COST_SM_HEADS_NEW), 60e6, 1e-6);
+    cr_expect_float_eq(cost_gather_rows_per_s(&c, 2 * g, 0, COST_ROWS_HEADS_NEW), 60e6, 1e-6);
+    th_machine_free(&t);
+}
+
+/* The seconds per row (rows of row_bytes) the winner fetches of the one-request decode plan of
+ * `yaml` at 1M put on the GPU's row rate, all alike (checked); *seen counts them. */
+static double winner_s_per_row(tmachine_t *t, const cost_paths_t *paths, const char *yaml, bool alone, double row_bytes,
+                               int *seen)
+{
+    plan_t plan;
+    err_t e;
+    provider_t *p = th_provider(t, yaml);
+    provider_set_layers_only(p, true);
+    provider_set_gathers_alone(p, alone);
+    plan_init(&plan);
+    plan_request_t req = {PLAN_DECODE, 1048576, 1, 0};
+    cr_assert_eq(provider_build(p, t->sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+    double first = NAN;
+    *seen = 0;
+    for (uint32_t i = 0; i < plan.n_ops; i++) {
+        const plan_op_t *op = &plan.ops[i];
+        if (op->kind != OPKIND_WINNER_FETCH) continue;
+        (*seen)++;
+        double per_row = 0;   /* the rows use: seconds per byte = 1/(rows/s · row_bytes) */
+        for (uint32_t u = 0; u < op->n_uses; u++)
+            if (op->uses[u].res == paths->rows) per_row = op->uses[u].coef * row_bytes;
+        if (isnan(first)) first = per_row;
+        cr_expect_float_eq(per_row, first, 1e-9 * first);
+    }
+    plan_free(&plan);
+    provider_free(p);
+    return first;
+}
+
+/* A gather alone that re-reads its rows finds their page-table entries in L2 while its bytes fit
+ * there (the _pt tables); in a step, or past the L2's size, it reads them from memory; rows all new
+ * take their own table either way. */
+Test(cost, page_table_entries_stay_in_l2_only_alone_and_small)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    cost_t c;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    double l2 = get(t.cal, "l2_bytes");
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, l2, 0), COST_ROWS_HEADS_PT);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1.01 * l2, 0), COST_ROWS_HEADS);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1 << 20, INFINITY), COST_ROWS_HEADS);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_GATHER, 1 << 20, 0), COST_ROWS_ANY_PT);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_PREFIX, 1 << 20, 0), COST_ROWS_ANY_PT);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_GATHER, 1 << 20, 1e9), COST_ROWS_ANY);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS_NEW, 1 << 20, 0), COST_ROWS_HEADS_NEW);
+    th_machine_free(&t);
+}
+
+/* Fathom at 1M with k = 4096, winners gathered by the SMs: 8·4096 = 32768 rows of 512 B (16 MiB) per
+ * layer over 4 GiB, all cold past 2·10000 warm rows. Alone they go at the head-by-head rate with
+ * their page-table entries in L2 (gather_heads_pt_rows_Mps_4GiB); in a step at the one without. */
+Test(cost, winner_fetch_alone_reads_the_page_table_rate)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_warm_rows", 10000);
+    set(t.cal, "gather_heads_rows_Mps_4GiB", 40);
+    set(t.cal, "gather_heads_pt_rows_Mps_4GiB", 70);
+    cost_t c;
+    cost_paths_t paths;
+    cost_ready(&t, &c, &paths);
+    for (int alone = 0; alone < 2; alone++) {
+        int seen;
+        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", alone, 512, &seen);
+        cr_expect_float_eq(s, 1 / ((alone ? 70 : 40) * 1e6), 1e-6 / 40e6, "alone %d: %g s/row", alone, s);
+        cr_expect_eq(seen, 36);
+    }
     th_machine_free(&t);
 }
 
@@ -428,35 +501,17 @@ Test(cost, gathers_are_warm_only_alone)
     set(t.cal, "gather_warm_rows", 20000);
     cost_t c;
     cost_paths_t paths;
-    err_t e;
     cost_ready(&t, &c, &paths);
     const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm";
     double region = 1048576.0 * 8 * 512, warm = 1 / get(t.cal, "gather_rows_Mps_256MiB") * 1e-6;
-    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, COST_SM_HEADS);   /* winners come head by head */
+    double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, COST_ROWS_HEADS);   /* winners come head by head */
     for (int alone = 0; alone < 2; alone++)
         for (int layers = 1; layers <= 36; layers += 35) {
             t.m.layers = layers;
-            plan_t plan;
-            provider_t *p = th_provider(&t, yaml);
-            provider_set_layers_only(p, true);
-            provider_set_gathers_alone(p, alone);
-            plan_init(&plan);
-            plan_request_t req = {PLAN_DECODE, 1048576, 1, 0};
-            cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
-            int seen = 0;
-            for (uint32_t i = 0; i < plan.n_ops; i++) {
-                const plan_op_t *op = &plan.ops[i];
-                if (op->kind != OPKIND_WINNER_FETCH) continue;
-                seen++;
-                double per_row = 0;   /* the rows use: seconds per byte = 1/(rows/s · 512 B) */
-                for (uint32_t u = 0; u < op->n_uses; u++)
-                    if (op->uses[u].res == paths.rows) per_row = op->uses[u].coef * 512;
-                cr_expect_float_eq(per_row, alone ? warm : cold, 1e-3 * cold, "layers %d alone %d: %g s/row", layers,
-                                   alone, per_row);
-            }
+            int seen;
+            double s = winner_s_per_row(&t, &paths, yaml, alone, 512, &seen);
+            cr_expect_float_eq(s, alone ? warm : cold, 1e-3 * cold, "layers %d alone %d: %g s/row", layers, alone, s);
             cr_expect_eq(seen, layers);
-            plan_free(&plan);
-            provider_free(p);
         }
     th_machine_free(&t);
 }
@@ -471,27 +526,15 @@ Test(cost, new_winners_take_their_own_table)
     set(t.cal, "gather_heads_new_rows_Mps_4GiB", 25);
     cost_paths_t paths;
     cost_t c;
-    err_t e;
     cost_ready(&t, &c, &paths);
     static const char *yaml[2] = {"method: fathom\nfetch: sm", "method: fathom\nfetch: sm\nwinners: new"};
     static const double rows_ps[2] = {50e6, 25e6};
     t.m.layers = 1;
     for (int i = 0; i < 2; i++) {
-        plan_t plan;
-        provider_t *p = th_provider(&t, yaml[i]);
-        provider_set_layers_only(p, true);
-        plan_init(&plan);
-        plan_request_t req = {PLAN_DECODE, 1048576, 1, 0};
-        cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
-        for (uint32_t j = 0; j < plan.n_ops; j++) {
-            const plan_op_t *op = &plan.ops[j];
-            if (op->kind != OPKIND_WINNER_FETCH) continue;
-            for (uint32_t u = 0; u < op->n_uses; u++)
-                if (op->uses[u].res == paths.rows)
-                    cr_expect_float_eq(op->uses[u].coef * 512, 1 / rows_ps[i], 1e-6 / rows_ps[i], "%s", yaml[i]);
-        }
-        plan_free(&plan);
-        provider_free(p);
+        int seen;
+        cr_expect_float_eq(winner_s_per_row(&t, &paths, yaml[i], false, 512, &seen), 1 / rows_ps[i], 1e-6 / rows_ps[i],
+                           "%s", yaml[i]);
+        cr_expect_eq(seen, 1);
     }
     th_machine_free(&t);
 }
@@ -514,6 +557,14 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     cost_transfer(&c, &paths, COST_SM_PREFIX, true, 1 << 24, 4096, 1 << 26, 0, &pf);
     cr_expect_float_eq(pf.cost.cap_rate, 0.5 * g.cost.cap_rate, 1e-6 * g.cost.cap_rate);
     cr_expect_eq(pf.cost.latency_ps, 11 * SIM_PS_PER_US);
+    /* a plane scan reading the prefixes from host memory: the same form at zc_scan_eff of its rate */
+    set(t.cal, "zc_scan_eff", 0.8);
+    cost_ready(&t, &c, &paths);
+    plan_op_t zc;
+    memset(&zc, 0, sizeof zc);
+    cost_transfer(&c, &paths, COST_SM_ZC_SCAN, true, 1 << 24, 4096, 1 << 26, 0, &zc);
+    cr_expect_float_eq(zc.cost.cap_rate, 0.8 * pf.cost.cap_rate, 1e-6 * g.cost.cap_rate);
+    cr_expect_eq(zc.cost.latency_ps, 11 * SIM_PS_PER_US);
     plan_t plan;
     provider_t *p = build(&t, "method: fathom\nplacement: host\nindex_fetch: sm", 65536, &plan);
     int fetches = 0;

@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -42,6 +42,7 @@ typedef struct out {
     double heads;   /* > 0: the heads column (else 8 where n_tokens is set) */
     double chunk;   /* > 0: the chunk_tokens column */
     double k;       /* > 0: the k column */
+    const char *place; /* the placement column (else host for the link suite, hbm for the rest) */
 } out_t;
 
 /* Warps of 32 scores holding one of k winners placed at random among n, averaged over 200 draws
@@ -87,7 +88,8 @@ static void row(out_t *o, const char *suite, const char *op, const char *variant
     fprintf(f, "hostalloc,");
     N(streams);
     N(procs);
-    fprintf(f, "%s,%s,%s,", policy, strcmp(suite, "kernels") ? "host" : "hbm", o->layout ? o->layout : "");
+    fprintf(f, "%s,%s,%s,", policy, o->place ? o->place : strcmp(suite, "kernels") ? "host" : "hbm",
+            o->layout ? o->layout : "");
     N(bytes);
     fprintf(f, "20,%.3f,%.3f,%.3f,%.3f,", t, t * 0.98, t * 1.03, t * 1.08);
     if (o->flops > 0) fprintf(f, "%.8g,", o->flops / (t * 1e-6));
@@ -150,10 +152,30 @@ static void two_phase(double b1, double r1, double a1, double l1, double b2, dou
     *t2 = *t2 * 1e-3 + l2;
 }
 
+/* Row i of 65536 re-read 256 B rows: at 2 GiB over the whole region, and at 1 and 4 GiB head by
+ * head: the cold share at the knot's own rate (2 GiB's off the 1-4 GiB curve; head by head faster);
+ * at 4 GiB head by head, a new set each time: every row cold; and at 4 GiB re-read back to back
+ * (their page-table entries in L2), over the whole region and head by head. */
+static void order_row(out_t *o, const synth_truth_t *t, int i)
+{
+    static const double region[6] = {2 * GIB, 1 * GIB, 4 * GIB, 4 * GIB, 4 * GIB, 4 * GIB};
+    static const char *const variant[6] = {"order_global_reread", "order_heads_reread", "order_heads_reread",
+                                           "order_heads", "order_global_warm", "order_heads_warm"};
+    double cold = i == 0   ? t->rows_Mps_2GiB
+                  : i == 3 ? t->heads_new_rows_Mps_4GiB
+                  : i == 4 ? t->pt_rows_Mps_4GiB
+                  : i == 5 ? t->heads_pt_rows_Mps_4GiB
+                           : t->heads_rows_Mps[i - 1];
+    double n = 65536, m = i == 3 ? 1 : fmin(1, fmax(0, log2(n / t->gather_warm_rows)));   /* new rows: all cold */
+    double us = n * ((1 - m) / rows_at(t, 0) + m / (cold * 1e6)) * 1e6;
+    row(o, "link", "sm_gather", variant[i], -1, -1, 256, region[i], n, 528, "alone", n * 256,
+        t->gather_latency_us + fmax(us, n * 256 / (t->gather_peak_GBps * 1e3)), -1, "", 1, -1);
+}
+
 int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t, double noise_rel,
                     unsigned long seed)
 {
-    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0, 0, 0};
+    out_t o = {NULL, gsl_rng_alloc(gsl_rng_mt19937), noise_rel, 0, NULL, 0, 0, 0, NULL};
     if (!o.rng) return -1;
     gsl_rng_set(o.rng, seed);
     o.fp = open_csv(dir, "link.csv", "link", device);
@@ -239,19 +261,7 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             row(&o, "link", "sm_gather", "v2_rows", -1, -1, 256, region, n, 528, "alone", n * 256,
                 t->gather_latency_us + n * 256 / (GBps * 1e3), -1, "", 1, -1);
         }
-    /* 65536 re-read 256 B rows at 2 GiB over the whole region, and at 1 and 4 GiB head by head: the
-     * cold share at the knot's own rate (2 GiB's off the 1-4 GiB curve; head by head faster); and at
-     * 4 GiB head by head, a new set each time: every row cold */
-    static const double knot_region[4] = {2 * GIB, 1 * GIB, 4 * GIB, 4 * GIB};
-    static const char *const knot_variant[4] = {"order_global_reread", "order_heads_reread", "order_heads_reread",
-                                                "order_heads"};
-    for (int i = 0; i < 4; i++) {
-        double n = 65536, m = i == 3 ? 1 : fmin(1, fmax(0, log2(n / t->gather_warm_rows)));   /* new rows: all cold */
-        double cold = i == 0 ? t->rows_Mps_2GiB : i == 3 ? t->heads_new_rows_Mps_4GiB : t->heads_rows_Mps[i - 1];
-        double us = n * ((1 - m) / rows_at(t, 0) + m / (cold * 1e6)) * 1e6;
-        row(&o, "link", "sm_gather", knot_variant[i], -1, -1, 256, knot_region[i], n, 528, "alone", n * 256,
-            t->gather_latency_us + fmax(us, n * 256 / (t->gather_peak_GBps * 1e3)), -1, "", 1, -1);
-    }
+    for (int i = 0; i < 4; i++) order_row(&o, t, i);
     /* Time slices of 2 and 3 contexts: runs of one slice, switch-outs of (N-1) slices and N switches. */
     for (int N = 2; N <= 3; N++) {
         char pol[16];
@@ -260,6 +270,7 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "link", "timeslice", "gap", -1, -1, -1, -1, 300, -1, pol, -1,
             (N - 1) * t->timeslice_us + N * t->ctx_switch_us, -1, "", -1, N);
     }
+    for (int i = 4; i < 6; i++) order_row(&o, t, i);   /* last: the noise of the rows before them unchanged */
     int bad = fclose(o.fp) != 0;
     /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
     o.fp = open_csv(dir, "kernels.csv", "kernels", device);
@@ -315,12 +326,12 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             o.flops = 0;
         }
     /* Index fetches as 2D copies a chunk apart: 281 copies (one per head and active channel), a row
-     * per 1024-token chunk each, chained back to back. */
+     * per 1024-token chunk each, chained back to back, ce2d_copy_us each after the first. */
     for (double n = 4096; n <= 262144; n *= 4) {
         double copies = 281, rows_ = copies * n / 1024, bytes = n * 8 * 7.1;
         o.chunk = 1024;
         row(&o, "kernels", "index_fetch", "ce2d", n, -1, -1, n * 8 * 64, copies, -1, "alone", bytes,
-            t->ce_latency_us + (copies - 1) * fmax(t->ce_b2b_gap_us, 2.0) + rows_ * t->ce2d_page_row_ns * 1e-3 +
+            t->ce_latency_us + (copies - 1) * t->ce2d_copy_us + rows_ * t->ce2d_page_row_ns * 1e-3 +
                 bytes / (t->h2d_GBps * 1e3), -1, "fathom", 1, -1);
     }
     /* The SM index fetch: the gather's peak times prefix_eff, its own fixed time. */
@@ -355,6 +366,17 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "kernels", "graph_replay", "empty_nodes", -1, -1, -1, -1, nodes, -1, "alone", -1,
             t->graph_launch_us + nodes * 1.1, -1, "", 1, -1);
     }
+    /* Fathom's scan straight from host memory: the SM index fetch's form at zc_scan_eff of its rate,
+     * its scores (4 B a head and token) aside. */
+    o.place = "host";
+    o.chunk = 1024;
+    for (double n = 4096; n <= 262144; n *= 4) {
+        double bytes = n * 8 * 7.1, GBps = t->prefix_eff * fmin(t->gather_peak_GBps, 528 * t->gather_block_GBps);
+        row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", bytes + 4 * 8 * n,
+            t->prefix_latency_us + bytes / (t->zc_scan_eff * GBps * 1e3), -1, "", 1, -1);
+    }
+    o.place = NULL;
+    o.chunk = 0;
     bad |= fclose(o.fp) != 0;
     /* Held out: whole layer steps and concurrent sessions. */
     o.fp = open_csv(dir, "step.csv", "step", device);

@@ -110,6 +110,8 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "gather_heads_rows_Mps_1GiB", t.heads_rows_Mps[0], 0.03);
     near(f, "gather_heads_rows_Mps_4GiB", t.heads_rows_Mps[1], 0.03);
     near(f, "gather_heads_new_rows_Mps_4GiB", t.heads_new_rows_Mps_4GiB, 0.03);
+    near(f, "gather_pt_rows_Mps_4GiB", t.pt_rows_Mps_4GiB, 0.03);
+    near(f, "gather_heads_pt_rows_Mps_4GiB", t.heads_pt_rows_Mps_4GiB, 0.03);
     near(f, "gemm_latency_us", t.gemm_latency_us, 0.01);
     near(f, "gemm_mem_eff", t.gemm_mem_eff, 0.002);
     near(f, "gemm_compute_eff", t.gemm_compute_eff, 0.002);
@@ -117,6 +119,8 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "graph_launch_us", t.graph_launch_us, 0);
     near(f, "ce_b2b_gap_us", t.ce_b2b_gap_us, 0.01);
     near(f, "ce2d_page_row_ns", t.ce2d_page_row_ns, 0.02);
+    near(f, "ce2d_copy_us", t.ce2d_copy_us, 0.02);
+    near(f, "zc_scan_eff", t.zc_scan_eff, 0.02);
     near(f, "attn_combine_latency_us", t.combine_latency_us, 0.02);
     near(f, "attn_combine_split_ns", t.combine_split_ns, 0.02);
     /* kbench's "l2" rows past the L2 left out: with them the fit would drift towards the cold values */
@@ -227,9 +231,10 @@ Test(fit, a_fit_that_cannot_converge_writes_nothing)
 }
 
 /* The committed H200 data: no kernel that streams HBM is fitted faster than kbench's measured HBM
- * copy ceiling (its header; 2% for the ceiling's own spread: a GEMV only reads), however few bytes
- * its rows move; attention over winners still in L2 may be. Without the hold, attn_tail, attn_sparse
- * and the HashAttention scan come out 4-9% above it. */
+ * copy ceiling (its header; 2% for the ceiling's own spread), however few bytes its rows move;
+ * attention over winners still in L2 may be, and so may the GEMMs, which only read: cuBLAS's LM head
+ * reads its 1.24 GB at up to 4344 GB/s on the 23:45 run, 3% past the copy's 4213 (read and write).
+ * Without the hold, attn_tail, attn_sparse and the HashAttention scan come out 4-9% above it. */
 Test(fit, hbm_kernels_stay_under_the_measured_ceiling)
 {
     err_t e;
@@ -250,7 +255,7 @@ Test(fit, hbm_kernels_stay_under_the_measured_ceiling)
     int held = 0;
     for (size_t i = 0; i < fit_n_params(f); i++) {
         const fit_param_t *p = fit_param_at(f, i);
-        if (!strstr(p->name, "_mem_eff") || strstr(p->name, "_l2_")) continue;
+        if (!strstr(p->name, "_mem_eff") || strstr(p->name, "_l2_") || !strncmp(p->name, "gemm_", 5)) continue;
         cr_expect_leq(p->value * hbm, bound * 1.02, "%s = %.4g", p->name, p->value);
         held += fabs(p->value * hbm - bound) < 1e-6 * bound;
     }
