@@ -156,6 +156,22 @@ static void l2_flush_prep(void *ctx, cudaStream_t s)
     kb_l2_flush(s);
 }
 
+/* Time w alone after the work `other` (untimed) each repetition: another gather, over other rows of
+ * the host buffer, as a step's SM index fetch runs between two of its winner fetches. */
+static void run_single_after(link_t *L, work_t *w, work_t *other, const char *variant)
+{
+    kb_timing_t tm = kb_timing_for(work_bytes(w) / (kb_ceil.h2d_gbps * 1e3), L->o->quick);
+    struct pair {
+        work_t *w, *other;
+    } pr = {w, other};
+    kb_stats_t st = kb_time([](void *c, cudaStream_t s) { work_enqueue(((struct pair *)c)->w, s); },
+                            [](void *c, cudaStream_t s) { work_enqueue(((struct pair *)c)->other, s); }, &pr,
+                            L->s[0], &tm);
+    kb_row_t r = work_row(L, w, variant);
+    r.policy = "alone";
+    emit(L, &r, st);
+}
+
 /* Time w alone after an L2 flush each repetition (rows a gather repeats are not read from L2). */
 static void run_single_flushed(link_t *L, work_t *w, const char *variant)
 {
@@ -421,13 +437,16 @@ static void kv_pair_offsets(uint64_t *d_off, size_t rows, size_t region, uint64_
  * set every repetition (64 in turn) and from one set read again (_reread), both after an L2 flush;
  * one set read again back to back with no flush between (_warm: the kernels suite times its winner
  * fetches so); and the kernels suite's "apart" winner fetch itself (order_kv: 8 heads, K and V in
- * turn from the two halves), re-read after a flush and back to back. */
+ * turn from the two halves), re-read after a flush and back to back; and both re-read with
+ * another gather between repetitions (_after: 262144 rows of 256 B over the whole host buffer, as
+ * a step's SM index fetch between two of its winner fetches). */
 static void section_gather_order(link_t *L)
 {
     const size_t rows = 65536, parts = 16;
     const int nsets = 64;
     uint64_t *sets;
     CK(cudaMalloc(&sets, nsets * rows * sizeof(uint64_t)));
+    work_t other = gather_work(L, 1, 256, L->hb.bytes, 0, 262144 * 256, 4 * kb_sm_count(), 32 * KB_MIB);
     for (size_t region = 256 * KB_MIB; region <= L->hb.bytes; region *= 2) {
         if (L->o->quick && region % (1024 * KB_MIB))
             continue;
@@ -442,6 +461,8 @@ static void section_gather_order(link_t *L)
             w.off = sets;
             run_single_flushed(L, &w, heads ? "order_heads_reread" : "order_global_reread");
             run_single(L, &w, heads ? "order_heads_warm" : "order_global_warm");
+            if (!heads)
+                run_single_after(L, &w, &other, "order_global_after");
             w.nsets = nsets;
             run_single_flushed(L, &w, heads ? "order_heads" : "order_global");
         }
@@ -450,6 +471,7 @@ static void section_gather_order(link_t *L)
         w.off = sets;
         run_single_flushed(L, &w, "order_kv_reread");
         run_single(L, &w, "order_kv_warm");
+        run_single_after(L, &w, &other, "order_kv_after");
     }
     CK(cudaFree(sets));
 }
