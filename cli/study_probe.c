@@ -52,7 +52,7 @@ static int probe_transfer(probe_prov_t *pp, const sim_t *sim, int gpu, cost_xfer
     double bytes = pp->pb.piece_bytes * pieces;
     plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER};
     cost_transfer(&pp->cost, &pp->paths, form, h2d, bytes, form == COST_CE && pp->kind != OPKIND_H2D_COPY2D ? 1 : pieces,
-                  pp->pb.region_bytes, 0, &op);
+                  pp->pb.region_bytes, COST_GATHER_ALONE, &op);
     op.bytes_host = op.bytes_hbm = bytes;
     return plan_add(out, &op, NULL, 0, NULL, e);
 }
@@ -76,11 +76,11 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_
         /* the scan walks chunk by chunk: a chunk's prefixes lie within its own bytes (one run of
          * translations each), where the index fetch's kernel reads them channel by channel */
         double runs = method_llm(mt)->kv_heads * ceil((double)req->context_tokens / (double)c->chunk);
-        cost_transfer(&pp->cost, &pp->paths, COST_SM_ZC_SCAN, true, ly.index_host_bytes, runs, ly.index_region_bytes, 0,
+        cost_transfer(&pp->cost, &pp->paths, COST_SM_ZC_SCAN, true, ly.index_host_bytes, runs, ly.index_region_bytes, COST_GATHER_ALONE,
                       op);
     }
     else
-        cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, 0, op);
+        cost_transfer(&pp->cost, &pp->paths, COST_SM_GATHER, true, bytes, ceil(bytes / piece), bytes, COST_GATHER_ALONE, op);
     op->kind = kind;
     op->layer = layer;
     return ERR_OK;

@@ -86,6 +86,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6), F("timeslice_us", timeslice_s, 1e-6), F("ctx_switch_us", ctx_switch_s, 1e-6),
         F("jitter_us", jitter_s, 1e-6), F("jitter_rel", jitter_rel, 1),
+        F("jitter_host_us", jitter_host_s, 1e-6), F("jitter_host_rel", jitter_host_rel, 1),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),
@@ -146,7 +147,8 @@ const double cost_row_knot_bytes[COST_ROW_KNOTS] = {268435456.0,  536870912.0,  
 #define KNOTS(t) {t "256MiB", t "512MiB", t "1GiB", t "2GiB", t "4GiB", t "8GiB", t "16GiB"}
 const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {
     KNOTS("gather_rows_Mps_"), KNOTS("gather_heads_rows_Mps_"), KNOTS("gather_heads_new_rows_Mps_"),
-    KNOTS("gather_pt_rows_Mps_"), KNOTS("gather_heads_pt_rows_Mps_")};
+    KNOTS("gather_pt_rows_Mps_"), KNOTS("gather_heads_pt_rows_Mps_"), KNOTS("gather_after_rows_Mps_"),
+    KNOTS("gather_heads_after_rows_Mps_")};
 #undef KNOTS
 
 /* The knot at or below region_bytes (0 below the first, the last past it). */
@@ -178,11 +180,12 @@ double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double trans
     return 1.0 / ((1.0 - cold) / c->gather_rows_ps[COST_ROWS_ANY][0] + cold / rows_cold_per_s(c, region_bytes, table));
 }
 
-cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, double translations)
+cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, cost_gather_at_t at)
 {
-    bool pt = translations <= 0 && bytes <= c->l2_bytes;
+    bool pt = at == COST_GATHER_ALONE && bytes <= c->l2_bytes, heads = form == COST_SM_HEADS;
     if (form == COST_SM_HEADS_NEW) return COST_ROWS_HEADS_NEW;
-    if (form == COST_SM_HEADS) return pt ? COST_ROWS_HEADS_PT : COST_ROWS_HEADS;
+    if (at == COST_GATHER_AFTER) return heads ? COST_ROWS_HEADS_AFTER : COST_ROWS_ANY_AFTER;
+    if (heads) return pt ? COST_ROWS_HEADS_PT : COST_ROWS_HEADS;
     return pt ? COST_ROWS_ANY_PT : COST_ROWS_ANY;
 }
 
@@ -200,7 +203,7 @@ double cost_gather_translations(const cost_t *c, double pieces, double region_by
 }
 
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
-                   double pieces, double region_bytes, double translations, plan_op_t *op)
+                   double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op)
 {
     if (pieces < 1) pieces = 1;
     double piece = bytes / pieces;
@@ -214,9 +217,8 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         op->exec = PLAN_EXEC_GPU;
         set_uses(op, p->gather, p->n_gather);
         double blocks_rate = c->gather_blocks * c->gather_block_Bps;
-        double own = cost_gather_translations(c, pieces, region_bytes);
-        double tlb = translations > own ? translations : own;
-        cost_rows_t table = cost_gather_table(c, form, bytes, translations);
+        double tlb = at == COST_GATHER_ALONE ? cost_gather_translations(c, pieces, region_bytes) : INFINITY;
+        cost_rows_t table = cost_gather_table(c, form, bytes, at);
         double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb, table) * piece * eff;
         op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
         if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};

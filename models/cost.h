@@ -63,13 +63,17 @@ int cost_scan_form(int family, const char *form);
 /* The SM gather's row rate is given at regions a doubling or two apart (256 MiB to 16 GiB): the
  * address translations its rows need cost more as they spread. One table per way of reading the
  * rows (gather_<table>rows_Mps_<size>): in any order, head by head (16 parts of the region in turn,
- * as a winner fetch goes), head by head none read before; and the first two again when the rows'
+ * as a winner fetch goes), head by head none read before; the first two again when the rows'
  * page-table entries are still in L2 (a gather re-reading its rows back to back, its bytes fewer
- * than the L2 holds: kbench's kernels suite times its winner fetches so). After a flush of the L2,
- * or between the layers of a step, each translation that misses the GPU's TLBs reads its entry from
- * memory. */
+ * than the L2 holds: kbench's kernels suite times its winner fetches so); and the two again right
+ * after another gather of many rows over host memory (a step's winner fetch after its SM index
+ * fetch: what translation state the one leaves the other). After a flush of the L2, or between the
+ * layers of a step, each translation that misses the GPU's TLBs reads its entry from memory. */
 #define COST_ROW_KNOTS 7
-typedef enum { COST_ROWS_ANY, COST_ROWS_HEADS, COST_ROWS_HEADS_NEW, COST_ROWS_ANY_PT, COST_ROWS_HEADS_PT, COST_ROW_TABLES } cost_rows_t;
+typedef enum {
+    COST_ROWS_ANY, COST_ROWS_HEADS, COST_ROWS_HEADS_NEW, COST_ROWS_ANY_PT, COST_ROWS_HEADS_PT, COST_ROWS_ANY_AFTER,
+    COST_ROWS_HEADS_AFTER, COST_ROW_TABLES
+} cost_rows_t;
 extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
 extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 
@@ -100,6 +104,7 @@ typedef struct cost {
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
     double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
+    double jitter_host_s, jitter_host_rel; /* the same for ops moving host bytes */
     double topk_elem_s, topk_elem_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
 } cost_t;
 
@@ -136,13 +141,22 @@ typedef enum {
                       * index fetch's form at zc_scan_eff times its rate */
 } cost_xfer_t;
 
+/* Where an SM gather runs, for what it finds of its rows' translations. */
+typedef enum {
+    COST_GATHER_ALONE, /* re-reading its rows back to back, as kbench times a gather alone: it keeps
+                        * their translations up to gather_warm_rows, and their page-table entries
+                        * stay in L2 while its bytes fit there */
+    COST_GATHER_STEP,  /* in a step: the winners change, top-k hands them over in another order and a
+                        * model's layers touch far more pages than the GPU caches; all cold */
+    COST_GATHER_AFTER  /* in a step right after a gather of many rows over host memory (a winner fetch
+                        * after the SM index fetch): cold, and the _after tables */
+} cost_gather_at_t;
+
 /* Fills op's exec, cost, uses, weight, launch and pieces for a transfer of `bytes` in `pieces`
- * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d. An SM gather
- * that re-reads its rows keeps their translations while those the GPU must hold until then,
- * `translations` (≤ 0: the gather's own, cost_gather_translations; INFINITY: cold), fit in
- * gather_warm_rows. */
+ * pieces (≥ 1) whose rows spread over region_bytes (SM gathers), host→device when h2d; an SM gather
+ * runs `at` (cost_gather_at_t). */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
-                   double pieces, double region_bytes, double translations, plan_op_t *op);
+                   double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op);
 /* Address translations (host pages) an SM gather of `pieces` rows over region_bytes touches: one per
  * row, at most one per host page of the region. */
 double cost_gather_translations(const cost_t *c, double pieces, double region_bytes);
@@ -153,10 +167,8 @@ double cost_gather_translations(const cost_t *c, double pieces, double region_by
  * them; cost_transfer notes those knots, and a region past 16 GiB as outside the range), the warm
  * rest at the 256 MiB knot's, whose translations miss nothing. Rows none read before are all cold. */
 double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_rows_t table);
-/* The row table of an SM gather of `form` moving `bytes`, its translations `translations` as
- * cost_transfer takes them: ≤ 0 (a gather alone re-reading its rows) keeps their page-table entries
- * in L2 when its bytes fit there. */
-cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, double translations);
+/* The row table of an SM gather of `form` moving `bytes`, run `at`. */
+cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, cost_gather_at_t at);
 /* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to
  * gather_warm_rows, 1 from twice as many, log-linear between. */
 double cost_gather_cold_share(const cost_t *c, double rows);

@@ -84,7 +84,7 @@ typedef struct builder {
     provider_t *p;
     plan_t *out;
     err_t *e;
-    double translations;      /* cost_transfer's: 0 (a gather's own, as alone) or INFINITY (cold) */
+    cost_gather_at_t gather_at; /* where its SM gathers run (the layer's) */
 } builder_t;
 
 static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
@@ -189,7 +189,7 @@ static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, boo
 {
     int stream = !h2d ? STREAM_D2H : form == COST_CE || form == COST_CE_BATCH || form == COST_CE_STRIDED ? STREAM_H2D : STREAM_GATHER;
     plan_op_t op = op_new(kind, layer, stream);
-    cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->translations, &op);
+    cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->gather_at, &op);
     op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
     op.bytes_host = bytes;
     op.bytes_hbm = bytes;
@@ -287,14 +287,12 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                            : method_layout(mt) == LAYOUT_TOKEN ? COST_SM_GATHER
                            : c->winners                        ? COST_SM_HEADS_NEW
                                                                : COST_SM_HEADS;
-    /* A step's gathers find their rows' translations cold: the winners change from step to step,
-     * top-k hands them over in a different order each time, and a model's layers touch far more host
-     * pages than the GPU caches. Only a gather that re-reads the same rows in the same order, alone,
-     * keeps them (up to gather_warm_rows). */
-    b.translations = p->gathers_alone ? 0 : INFINITY;
     for (int l = 0; !rc && l < L; l++) {
         method_layer_t ly;
         method_layer(mt, l, req->context_tokens, nt, prefill, &ly);
+        /* a step's gathers are cold; only a gather timed alone keeps what it touched */
+        b.gather_at = p->gathers_alone ? COST_GATHER_ALONE : COST_GATHER_STEP;
+        bool idx_sm = idx_form != COST_CE && ly.index_host_bytes > 0;
         uint32_t qkv, wf = UINT32_MAX, fetch = UINT32_MAX, tail = UINT32_MAX, attn = UINT32_MAX;
         uint32_t buf_free = (depth > 0 && l - 1 - depth >= 0) ? consumer[l - 1 - depth] : UINT32_MAX;
         rc = add_gemm(&b, GEMM_QKV, l, req->phase, nt, &prev, 1, &qkv);
@@ -327,6 +325,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                                 ly.scan_flops, sdeps, 3, &scan);
             consumer[l] = scan;
             if (!rc) rc = add_topk(&b, l, &ly, &scan, 1, &topk);
+            /* winners gathered right after the SMs gathered the index from the host: after a gather of
+             * many rows, as the link suite's _after rows measure (the index fetch, after 16K winner
+             * rows or so, takes the plain step tables) */
+            if (idx_sm && b.gather_at == COST_GATHER_STEP) b.gather_at = COST_GATHER_AFTER;
             if (!rc && ly.winner_host_bytes > 0)
                 rc = add_transfer(&b, OPKIND_WINNER_FETCH, l, win_form, true, ly.winner_host_bytes, ly.winner_pieces,
                                   ly.kv_region_bytes, &topk, 1, &win);

@@ -689,16 +689,19 @@ static sim_ps_t op_alone_ps(const exec_t *x, const xop_t *o, const plan_cost_t *
 }
 
 /* A draw of the op's jitter, added to its latency (never below 0): s·(E − ln 2), E ~ Exp(1), with
- * s = (jitter_abs_s + jitter_rel·t)/ln 50, so that its median is 0 and its p99 the configured spread. */
+ * s = (abs + rel·t)/ln 50, so that its median is 0 and its p99 the configured spread (the host
+ * link's pair for an op moving host bytes). */
 static void op_jitter(exec_t *x, const xop_t *o, plan_cost_t *c)
 {
-    if (!(x->cfg.jitter_abs_s > 0 || x->cfg.jitter_rel > 0)) return;
+    bool host = o->op.bytes_host > 0;
+    double abs_s = host ? x->cfg.jitter_host_abs_s : x->cfg.jitter_abs_s, rel = host ? x->cfg.jitter_host_rel : x->cfg.jitter_rel;
+    if (!(abs_s > 0 || rel > 0)) return;
     uint64_t z = (x->jitter_state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
     double u = ((double)(z >> 11) + 1.0) * 0x1.0p-53;   /* (0, 1] */
-    double s = (x->cfg.jitter_abs_s + x->cfg.jitter_rel * ps_to_s(op_alone_ps(x, o, c))) / log(50.0);
+    double s = (abs_s + rel * ps_to_s(op_alone_ps(x, o, c))) / log(50.0);
     double lat = ps_to_s(c->latency_ps) + s * (-log(u) - log(2.0));
     c->latency_ps = lat > 0 ? s_to_ps(lat) : 0;
 }
@@ -1281,8 +1284,9 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (cfg->prefill_chunk < 1) return err_set(e, ERR_INVAL, "exec: prefill chunk must be ≥ 1 token");
     if ((int)cfg->mode < EXEC_STREAMS || cfg->mode > EXEC_CONTINUOUS) return err_set(e, ERR_INVAL, "exec: unknown mode");
     if (cfg->graph_launch_ps < 0) return err_set(e, ERR_INVAL, "exec: negative graph launch time");
-    if (!(cfg->jitter_abs_s >= 0) || !(cfg->jitter_rel >= 0) || !isfinite(cfg->jitter_abs_s) || !isfinite(cfg->jitter_rel))
-        return err_set(e, ERR_INVAL, "exec: jitter must be finite and >= 0");
+    double j[4] = {cfg->jitter_abs_s, cfg->jitter_rel, cfg->jitter_host_abs_s, cfg->jitter_host_rel};
+    for (int i = 0; i < 4; i++)
+        if (!(j[i] >= 0) || !isfinite(j[i])) return err_set(e, ERR_INVAL, "exec: jitter must be finite and >= 0");
     if (cfg->hw_queues > EXEC_MAX_HW_QUEUES)
         return err_set(e, ERR_INVAL, "exec: %u hardware queues (CUDA allows at most %d)", cfg->hw_queues, EXEC_MAX_HW_QUEUES);
     if (cfg->coarse && (cfg->mode == EXEC_LOCKSTEP || cfg->mode == EXEC_CONTINUOUS))

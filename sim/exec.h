@@ -73,6 +73,8 @@ typedef struct exec_config {
     double jitter_abs_s, jitter_rel; /* each op's time varies: an exponential tail with its median at
                                   * the op's time alone t and its p99 jitter_abs_s + jitter_rel·t above
                                   * it (both 0: none) */
+    double jitter_host_abs_s, jitter_host_rel; /* the same for ops that move host bytes (bytes_host
+                                  * > 0: copies and gathers over the host link), whose times vary more */
     uint64_t jitter_seed;        /* the jitter's random stream */
     bool latency_on_device;      /* a plan's latency runs from when an event recorded in its stream
                                   * before its first op fires (CUDA events, kbench): its beginning, or

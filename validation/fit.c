@@ -773,7 +773,8 @@ static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_
 }
 
 /* The cold share of a link-suite gather of `variant`: re-read rows ("..._reread" after an L2 flush,
- * "..._warm" back to back) as cold_share gives it, rows in a new set every repetition all cold. */
+ * "..._warm" back to back) as cold_share gives it; rows in a new set every repetition, or with
+ * another gather between ("..._after"), all cold. */
 static double variant_cold_share(const char *variant, double pieces, double warm_rows)
 {
     return strstr(variant, "_reread") || strstr(variant, "_warm") ? cold_share(pieces, log2(warm_rows)) : 1;
@@ -847,7 +848,9 @@ static void knot_or(fit_t *f, const sel_t *rows, const char *variant, const char
  * rows in any order (where nothing binds the row rate, or without such rows); head by head with a
  * new set every repetition (order_heads: every row cold), else the re-read head-by-head knot; and
  * the two re-read tables again from rows read back to back with no flush between, their page-table
- * entries still in L2 (order_global_warm, order_heads_warm), else the flushed knot. */
+ * entries still in L2 (order_global_warm, order_heads_warm), else the flushed knot; and the two
+ * with another gather between repetitions (order_global_after, and order_kv_after: the kernels
+ * suite's K/V winner rows, head by head), every row cold, else the flushed knot. */
 static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     const char *const *any = cost_row_names[COST_ROWS_ANY], *const *heads_n = cost_row_names[COST_ROWS_HEADS];
@@ -872,6 +875,8 @@ static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, er
         knot_or(f, rows, "order_heads", cost_row_names[COST_ROWS_HEADS_NEW][k], k, g, heads_n[k], heads[k], &v);
         knot_or(f, rows, "order_global_warm", cost_row_names[COST_ROWS_ANY_PT][k], k, g, any[k], knot[k], &v);
         knot_or(f, rows, "order_heads_warm", cost_row_names[COST_ROWS_HEADS_PT][k], k, g, heads_n[k], heads[k], &v);
+        knot_or(f, rows, "order_global_after", cost_row_names[COST_ROWS_ANY_AFTER][k], k, g, any[k], knot[k], &v);
+        knot_or(f, rows, "order_kv_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, heads_n[k], heads[k], &v);
     }
     return ERR_OK;
 }
@@ -1859,17 +1864,26 @@ static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *varia
 
 static double get_med(const kbrow_t *r) { return r->t_med_us; }
 
-/* How much a measured time varies (run.jitter): over every timed single op of the fit set (the
- * time slice's and host-timed launch rows aside), p99 − median ≈ jitter_us + jitter_rel·median,
- * robust (bisquare) in relative terms. */
-static int fit_jitter(fit_t *f, const sel_t *rows, err_t *e)
+/* Whether a fit-set row moves host bytes over the link (the link suite's transfers, the kernels
+ * suite's rows placed on the host: fetches and zero-copy kernels). */
+static bool moves_host_bytes(const kbrow_t *r)
 {
+    return !strcmp(r->suite, "link") || !strcmp(r->placement, "host");
+}
+
+/* How much a measured time varies (run.jitter): over the timed single ops of the fit set (the time
+ * slice's and host-timed launch rows aside), p99 − median ≈ jitter + rel·median, robust (bisquare) in
+ * relative terms; once for the ops moving host bytes (prefix "jitter_host": copies and gathers over
+ * the link vary more) and once for the rest ("jitter"). */
+static int fit_jitter_of(fit_t *f, const sel_t *rows, bool host, err_t *e)
+{
+    const char *abs_name = host ? "jitter_host_us" : "jitter_us", *rel_name = host ? "jitter_host_rel" : "jitter_rel";
     sel_t s = {0};
     int rc = ERR_OK;
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
         if (alone(r) && !is_op(r, OPKIND_TIMESLICE) && !is_op(r, OPKIND_LAUNCH) && r->t_med_us > 0 &&
-            r->t_p99_us > r->t_med_us)
+            r->t_p99_us > r->t_med_us && moves_host_bytes(r) == host)
             rc = sel_add(&s, r);
     }
     double *x = malloc((s.n + 1) * sizeof *x), *y = malloc((s.n + 1) * sizeof *y), *pred = malloc((s.n + 1) * sizeof *pred);
@@ -1883,18 +1897,22 @@ static int fit_jitter(fit_t *f, const sel_t *rows, err_t *e)
         X[2 * i + 1] = x[i] / y[i];
         one[i] = 1;
     }
-    if (!rc && s.n < 3) note(f, "jitter_us, jitter_rel: not determined (%zu rows with a spread)", s.n);
+    if (!rc && s.n < 3) note(f, "%s, %s: not determined (%zu rows with a spread)", abs_name, rel_name, s.n);
     /* a p99 of 20-100 repetitions is nearly their maximum: robust against the rows a stray delay hit */
     if (!rc && s.n >= 3) rc = lsq_robust("p99 - median = jitter + rel*median", X, one, s.n, 2, &lf, e);
     if (!rc && s.n >= 3) {
         double lo, hi;
         range_of(&s, get_med, &lo, &hi);
-        put(f, "jitter_us", lf.coef[0] > 0 ? lf.coef[0] : 0, lf.se[0], lo, hi, s.v, s.n,
-            "p99 - median = jitter + rel*median over the fit set's single ops, robust (bisquare) in relative terms (the intercept)");
-        put(f, "jitter_rel", lf.coef[1] > 0 ? lf.coef[1] : 0, lf.se[1], lo, hi, s.v, s.n,
-            "p99 - median = jitter + rel*median over the fit set's single ops, robust (bisquare) in relative terms (the slope)");
+        const char *which = host ? "the fit set's single ops moving host bytes" : "the fit set's single ops on the GPU alone";
+        char how[240];
+        snprintf(how, sizeof how, "p99 - median = jitter + rel*median over %s, robust (bisquare) in relative terms (the intercept)",
+                 which);
+        put(f, abs_name, lf.coef[0] > 0 ? lf.coef[0] : 0, lf.se[0], lo, hi, s.v, s.n, how);
+        snprintf(how, sizeof how, "p99 - median = jitter + rel*median over %s, robust (bisquare) in relative terms (the slope)",
+                 which);
+        put(f, rel_name, lf.coef[1] > 0 ? lf.coef[1] : 0, lf.se[1], lo, hi, s.v, s.n, how);
         for (size_t i = 0; i < s.n; i++) pred[i] = lf.coef[0] + lf.coef[1] * x[i];
-        resid(f, "spread_p99", pred, y, s.n);
+        resid(f, host ? "spread_p99_host" : "spread_p99", pred, y, s.n);
     }
     free(x);
     free(y);
@@ -1903,6 +1921,12 @@ static int fit_jitter(fit_t *f, const sel_t *rows, err_t *e)
     free(pred);
     free(s.v);
     return rc;
+}
+
+static int fit_jitter(fit_t *f, const sel_t *rows, err_t *e)
+{
+    int rc = fit_jitter_of(f, rows, false, e);
+    return rc ? rc : fit_jitter_of(f, rows, true, e);
 }
 
 static double get_procs(const kbrow_t *r) { return r->procs; }

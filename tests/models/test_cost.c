@@ -228,7 +228,7 @@ Test(cost, strided_2d_rows_cost_their_own)
         plan_op_t op;
         sim_ps_t alone;
         memset(&op, 0, sizeof op);
-        cost_transfer(&c, &paths, cases[i].form, true, bytes, rows, 0, 0, &op);
+        cost_transfer(&c, &paths, cases[i].form, true, bytes, rows, 0, COST_GATHER_ALONE, &op);
         cr_assert_eq(plan_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
         double expect = lat + rows * cases[i].row_s + bytes / link;
         cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-9, "form %d: %g vs %g", i, (double)alone * 1e-12, expect);
@@ -449,8 +449,9 @@ static double winner_s_per_row(tmachine_t *t, const cost_paths_t *paths, const c
 }
 
 /* A gather alone that re-reads its rows finds their page-table entries in L2 while its bytes fit
- * there (the _pt tables); in a step, or past the L2's size, it reads them from memory; rows all new
- * take their own table either way. */
+ * there (the _pt tables); in a step, or past the L2's size, it reads them from memory, and after
+ * another gather over host memory it takes the _after tables; rows all new take their own table
+ * wherever they run. */
 Test(cost, page_table_entries_stay_in_l2_only_alone_and_small)
 {
     tmachine_t t;
@@ -459,19 +460,23 @@ Test(cost, page_table_entries_stay_in_l2_only_alone_and_small)
     err_t e;
     cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
     double l2 = get(t.cal, "l2_bytes");
-    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, l2, 0), COST_ROWS_HEADS_PT);
-    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1.01 * l2, 0), COST_ROWS_HEADS);
-    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1 << 20, INFINITY), COST_ROWS_HEADS);
-    cr_expect_eq(cost_gather_table(&c, COST_SM_GATHER, 1 << 20, 0), COST_ROWS_ANY_PT);
-    cr_expect_eq(cost_gather_table(&c, COST_SM_PREFIX, 1 << 20, 0), COST_ROWS_ANY_PT);
-    cr_expect_eq(cost_gather_table(&c, COST_SM_GATHER, 1 << 20, 1e9), COST_ROWS_ANY);
-    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS_NEW, 1 << 20, 0), COST_ROWS_HEADS_NEW);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, l2, COST_GATHER_ALONE), COST_ROWS_HEADS_PT);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1.01 * l2, COST_GATHER_ALONE), COST_ROWS_HEADS);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1 << 20, COST_GATHER_STEP), COST_ROWS_HEADS);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS, 1 << 20, COST_GATHER_AFTER), COST_ROWS_HEADS_AFTER);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_GATHER, 1 << 20, COST_GATHER_ALONE), COST_ROWS_ANY_PT);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_PREFIX, 1 << 20, COST_GATHER_ALONE), COST_ROWS_ANY_PT);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_GATHER, 1 << 20, COST_GATHER_STEP), COST_ROWS_ANY);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_PREFIX, 1 << 20, COST_GATHER_AFTER), COST_ROWS_ANY_AFTER);
+    cr_expect_eq(cost_gather_table(&c, COST_SM_HEADS_NEW, 1 << 20, COST_GATHER_AFTER), COST_ROWS_HEADS_NEW);
     th_machine_free(&t);
 }
 
 /* Fathom at 1M with k = 4096, winners gathered by the SMs: 8·4096 = 32768 rows of 512 B (16 MiB) per
  * layer over 4 GiB, all cold past 2·10000 warm rows. Alone they go at the head-by-head rate with
- * their page-table entries in L2 (gather_heads_pt_rows_Mps_4GiB); in a step at the one without. */
+ * their page-table entries in L2 (gather_heads_pt_rows_Mps_4GiB); in a step at the one without; in
+ * a step whose index the SMs gather from the host as well, at the rate after another gather
+ * (gather_heads_after_rows_Mps_4GiB); with the index copied by the copy engine, not. */
 Test(cost, winner_fetch_alone_reads_the_page_table_rate)
 {
     tmachine_t t;
@@ -479,13 +484,20 @@ Test(cost, winner_fetch_alone_reads_the_page_table_rate)
     set(t.cal, "gather_warm_rows", 10000);
     set(t.cal, "gather_heads_rows_Mps_4GiB", 40);
     set(t.cal, "gather_heads_pt_rows_Mps_4GiB", 70);
+    set(t.cal, "gather_heads_after_rows_Mps_4GiB", 30);
     cost_t c;
     cost_paths_t paths;
     cost_ready(&t, &c, &paths);
-    for (int alone = 0; alone < 2; alone++) {
+    static const struct { const char *yaml; bool alone; double Mps; } cases[5] = {
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 30},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 70}};
+    for (int i = 0; i < 5; i++) {
         int seen;
-        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", alone, 512, &seen);
-        cr_expect_float_eq(s, 1 / ((alone ? 70 : 40) * 1e6), 1e-6 / 40e6, "alone %d: %g s/row", alone, s);
+        double s = winner_s_per_row(&t, &paths, cases[i].yaml, cases[i].alone, 512, &seen);
+        cr_expect_float_eq(s, 1 / (cases[i].Mps * 1e6), 1e-6 / 40e6, "case %d: %g s/row", i, s);
         cr_expect_eq(seen, 36);
     }
     th_machine_free(&t);
@@ -527,7 +539,8 @@ Test(cost, new_winners_take_their_own_table)
     cost_paths_t paths;
     cost_t c;
     cost_ready(&t, &c, &paths);
-    static const char *yaml[2] = {"method: fathom\nfetch: sm", "method: fathom\nfetch: sm\nwinners: new"};
+    static const char *yaml[2] = {"method: fathom\nplacement: hbm\nfetch: sm",
+                                  "method: fathom\nplacement: hbm\nfetch: sm\nwinners: new"};
     static const double rows_ps[2] = {50e6, 25e6};
     t.m.layers = 1;
     for (int i = 0; i < 2; i++) {
@@ -553,8 +566,8 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     plan_op_t g, pf;
     memset(&g, 0, sizeof g);
     memset(&pf, 0, sizeof pf);
-    cost_transfer(&c, &paths, COST_SM_GATHER, true, 1 << 24, 4096, 1 << 26, 0, &g);
-    cost_transfer(&c, &paths, COST_SM_PREFIX, true, 1 << 24, 4096, 1 << 26, 0, &pf);
+    cost_transfer(&c, &paths, COST_SM_GATHER, true, 1 << 24, 4096, 1 << 26, COST_GATHER_ALONE, &g);
+    cost_transfer(&c, &paths, COST_SM_PREFIX, true, 1 << 24, 4096, 1 << 26, COST_GATHER_ALONE, &pf);
     cr_expect_float_eq(pf.cost.cap_rate, 0.5 * g.cost.cap_rate, 1e-6 * g.cost.cap_rate);
     cr_expect_eq(pf.cost.latency_ps, 11 * SIM_PS_PER_US);
     /* a plane scan reading the prefixes from host memory: the same form at zc_scan_eff of its rate */
@@ -562,7 +575,7 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     cost_ready(&t, &c, &paths);
     plan_op_t zc;
     memset(&zc, 0, sizeof zc);
-    cost_transfer(&c, &paths, COST_SM_ZC_SCAN, true, 1 << 24, 4096, 1 << 26, 0, &zc);
+    cost_transfer(&c, &paths, COST_SM_ZC_SCAN, true, 1 << 24, 4096, 1 << 26, COST_GATHER_ALONE, &zc);
     cr_expect_float_eq(zc.cost.cap_rate, 0.8 * pf.cost.cap_rate, 1e-6 * g.cost.cap_rate);
     cr_expect_eq(zc.cost.latency_ps, 11 * SIM_PS_PER_US);
     plan_t plan;

@@ -57,7 +57,7 @@ static double gbps(tmachine_t *t, cost_xfer_t form, double bytes, double pieces,
     cr_assert_eq(cost_paths_resolve(&c, &t->hw, t->sim, 0, HWINST_DRAM, &p, &e), 0, "%s", e.msg);
     plan_op_t op;
     memset(&op, 0, sizeof op);
-    cost_transfer(&c, &p, form, true, bytes, pieces, region, 0, &op);
+    cost_transfer(&c, &p, form, true, bytes, pieces, region, COST_GATHER_ALONE, &op);
     sim_ps_t ps;
     cr_assert_eq(plan_op_alone_ps(&op, t->sim, &ps, &e), 0, "%s", e.msg);
     return bytes / ((double)ps / 1e12) / 1e9;

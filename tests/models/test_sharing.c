@@ -46,8 +46,8 @@ static void together(cost_xfer_t fa, bool h2d_a, double piece_a, double region_a
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     double big = 1e12;
-    cost_transfer(&c, &p, fa, h2d_a, big, big / piece_a, region_a, 0, &a);
-    cost_transfer(&c, &p, fb, h2d_b, big, 1, 0, 0, &b);
+    cost_transfer(&c, &p, fa, h2d_a, big, big / piece_a, region_a, COST_GATHER_ALONE, &a);
+    cost_transfer(&c, &p, fb, h2d_b, big, 1, 0, COST_GATHER_ALONE, &b);
     probe_t pr = {.n = 2};
     start(t.sim, &a, &pr.f[0]);
     start(t.sim, &b, &pr.f[1]);

@@ -18,6 +18,7 @@ typedef struct toy {
     bool separate_streams;   /* op i on stream i, no dependencies; odd ops on res_odd */
     sim_ps_t latency_ps;
     sim_res_t res_odd;
+    double bytes_host;       /* what each op says it moves over the host link */
 } toy_t;
 
 static int toy_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
@@ -28,7 +29,8 @@ static int toy_build(void *self, plan_env_t *env, const plan_request_t *req, pla
     for (int i = 0; i < t->n_ops; i++) {
         plan_op_t op = {.kind = 0, .layer = (uint16_t)i, .exec = t->exec, .n_uses = 1,
                         .uses = {{t->separate_streams && i % 2 ? t->res_odd : t->res, 1.0}}, .cost = {.work = t->bytes, .latency_ps = t->latency_ps}, .launch_ps = t->launch_ps,
-                        .merge_key = t->merge_key, .stream = t->separate_streams ? (uint8_t)i : 0};
+                        .merge_key = t->merge_key, .stream = t->separate_streams ? (uint8_t)i : 0,
+                        .bytes_host = t->bytes_host};
         uint32_t dep = (uint32_t)i - 1;
         int rc = plan_add(out, &op, i && !t->separate_streams ? &dep : NULL, i && !t->separate_streams ? 1 : 0, NULL, e);
         if (rc) return rc;
@@ -189,32 +191,56 @@ Test(exec, processes_take_time_slices_and_pay_switches)
     }
 }
 
-/* Jitter: a step of one op, 0.5 s of latency and 0.5 s of work (1 s alone), with jitter 0.02 s +
- * 0.08·1 s = 0.1 s: over 20000 steps the median stays at 1 s and the p99 is 1.1 s (an exponential
- * tail: p99 − median = s·ln 50). The same seed gives the same steps. */
+/* The p50 and p99 of 20000 steps of one op, 0.5 s of latency and 0.5 s of work (1 s alone), that
+ * moves bytes_host over the host link, under jitter cfg (seed 7). */
+static void jitter_steps(exec_config_t cfg, double bytes_host, double *p50, double *p99, double *min)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 0);
+    cfg.mode = EXEC_STREAMS;
+    cfg.n_gpus = 1;
+    cfg.prefill_chunk = 1;
+    cfg.host_pool = -1;
+    cfg.jitter_seed = 7;
+    world_config(&w, cfg);
+    w.toy.bytes = 0.5e9;
+    w.toy.latency_ps = 500000 * SIM_PS_PER_US;
+    w.toy.bytes_host = bytes_host;
+    toy_t toys[1];
+    add_sessions(&w, 1, toys, 20000);
+    world_run(&w);
+    const exec_stats_t *st = exec_stats(w.x);
+    *p50 = hist_quantile(st->step_s, 0.5);
+    *p99 = hist_quantile(st->step_s, 0.99);
+    *min = hist_min(st->step_s);
+    world_free(&w);
+}
+
+/* Jitter 0.02 s + 0.08·1 s = 0.1 s: over 20000 steps the median stays at 1 s and the p99 is 1.1 s
+ * (an exponential tail: p99 − median = s·ln 50). The same seed gives the same steps. */
 Test(exec, jitter_keeps_the_median_and_sets_the_p99)
 {
-    double p50[2], p99[2];
+    double p50[2], p99[2], min;
     for (int again = 0; again < 2; again++) {
-        world_t w;
-        world_init(&w, EXEC_STREAMS, 0);
-        world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
-                             .jitter_abs_s = 0.02, .jitter_rel = 0.08, .jitter_seed = 7});
-        w.toy.bytes = 0.5e9;
-        w.toy.latency_ps = 500000 * SIM_PS_PER_US;
-        toy_t toys[1];
-        add_sessions(&w, 1, toys, 20000);
-        world_run(&w);
-        const exec_stats_t *st = exec_stats(w.x);
-        p50[again] = hist_quantile(st->step_s, 0.5);
-        p99[again] = hist_quantile(st->step_s, 0.99);
+        jitter_steps((exec_config_t){.jitter_abs_s = 0.02, .jitter_rel = 0.08}, 0, &p50[again], &p99[again], &min);
         cr_expect_float_eq(p50[again], 1.0, 0.01, "p50 %g", p50[again]);
         cr_expect_float_eq(p99[again], 1.1, 0.015, "p99 %g", p99[again]);
-        cr_expect_geq(hist_min(st->step_s), 1.0 - 0.1 / log(50.0) * log(2.0) - 1e-9);
-        world_free(&w);
+        cr_expect_geq(min, 1.0 - 0.1 / log(50.0) * log(2.0) - 1e-9);
     }
     cr_expect_eq(p50[0], p50[1]);
     cr_expect_eq(p99[0], p99[1]);
+}
+
+/* Ops moving host bytes take the host link's jitter, the rest the GPU's: with only the host pair
+ * set, the op that moves host bytes has its p99 at 1.1 s, the same op moving none does not vary. */
+Test(exec, host_ops_take_the_host_jitter)
+{
+    for (int host = 0; host < 2; host++) {
+        double p50, p99, min;
+        jitter_steps((exec_config_t){.jitter_host_abs_s = 0.02, .jitter_host_rel = 0.08}, host ? 0.5e9 : 0, &p50, &p99, &min);
+        cr_expect_float_eq(p50, 1.0, 0.01);
+        cr_expect_float_eq(p99, host ? 1.1 : 1.0, 0.015, "host %d: p99 %g", host, p99);
+    }
 }
 
 /* Lockstep batching: N sessions whose single op carries one merge key read the shared bytes once. */

@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -154,19 +154,23 @@ static void two_phase(double b1, double r1, double a1, double l1, double b2, dou
 
 /* Row i of 65536 re-read 256 B rows: at 2 GiB over the whole region, and at 1 and 4 GiB head by
  * head: the cold share at the knot's own rate (2 GiB's off the 1-4 GiB curve; head by head faster);
- * at 4 GiB head by head, a new set each time: every row cold; and at 4 GiB re-read back to back
- * (their page-table entries in L2), over the whole region and head by head. */
+ * at 4 GiB head by head, a new set each time: every row cold; at 4 GiB re-read back to back
+ * (their page-table entries in L2), over the whole region and head by head; and at 4 GiB with
+ * another gather between repetitions (every row cold), over the whole region and K/V head by head. */
 static void order_row(out_t *o, const synth_truth_t *t, int i)
 {
-    static const double region[6] = {2 * GIB, 1 * GIB, 4 * GIB, 4 * GIB, 4 * GIB, 4 * GIB};
-    static const char *const variant[6] = {"order_global_reread", "order_heads_reread", "order_heads_reread",
-                                           "order_heads", "order_global_warm", "order_heads_warm"};
+    static const double region[8] = {2 * GIB, 1 * GIB, 4 * GIB, 4 * GIB, 4 * GIB, 4 * GIB, 4 * GIB, 4 * GIB};
+    static const char *const variant[8] = {"order_global_reread", "order_heads_reread", "order_heads_reread",
+                                           "order_heads",         "order_global_warm",  "order_heads_warm",
+                                           "order_global_after",  "order_kv_after"};
     double cold = i == 0   ? t->rows_Mps_2GiB
                   : i == 3 ? t->heads_new_rows_Mps_4GiB
                   : i == 4 ? t->pt_rows_Mps_4GiB
                   : i == 5 ? t->heads_pt_rows_Mps_4GiB
+                  : i == 6 ? t->after_rows_Mps_4GiB
+                  : i == 7 ? t->heads_after_rows_Mps_4GiB
                            : t->heads_rows_Mps[i - 1];
-    double n = 65536, m = i == 3 ? 1 : fmin(1, fmax(0, log2(n / t->gather_warm_rows)));   /* new rows: all cold */
+    double n = 65536, m = i == 3 || i >= 6 ? 1 : fmin(1, fmax(0, log2(n / t->gather_warm_rows)));   /* new: all cold */
     double us = n * ((1 - m) / rows_at(t, 0) + m / (cold * 1e6)) * 1e6;
     row(o, "link", "sm_gather", variant[i], -1, -1, 256, region[i], n, 528, "alone", n * 256,
         t->gather_latency_us + fmax(us, n * 256 / (t->gather_peak_GBps * 1e3)), -1, "", 1, -1);
@@ -270,7 +274,7 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "link", "timeslice", "gap", -1, -1, -1, -1, 300, -1, pol, -1,
             (N - 1) * t->timeslice_us + N * t->ctx_switch_us, -1, "", -1, N);
     }
-    for (int i = 4; i < 6; i++) order_row(&o, t, i);   /* last: the noise of the rows before them unchanged */
+    for (int i = 4; i < 8; i++) order_row(&o, t, i);   /* last: the noise of the rows before them unchanged */
     int bad = fclose(o.fp) != 0;
     /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
     o.fp = open_csv(dir, "kernels.csv", "kernels", device);

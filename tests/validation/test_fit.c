@@ -112,6 +112,8 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "gather_heads_new_rows_Mps_4GiB", t.heads_new_rows_Mps_4GiB, 0.03);
     near(f, "gather_pt_rows_Mps_4GiB", t.pt_rows_Mps_4GiB, 0.03);
     near(f, "gather_heads_pt_rows_Mps_4GiB", t.heads_pt_rows_Mps_4GiB, 0.03);
+    near(f, "gather_after_rows_Mps_4GiB", t.after_rows_Mps_4GiB, 0.03);
+    near(f, "gather_heads_after_rows_Mps_4GiB", t.heads_after_rows_Mps_4GiB, 0.03);
     near(f, "gemm_latency_us", t.gemm_latency_us, 0.01);
     near(f, "gemm_mem_eff", t.gemm_mem_eff, 0.002);
     near(f, "gemm_compute_eff", t.gemm_compute_eff, 0.002);
@@ -132,6 +134,7 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "prefix_gather_latency_us", t.prefix_latency_us, 0.01);
     near(f, "prefix_gather_eff", t.prefix_eff, 0.002);
     near(f, "jitter_rel", 0.08, 0.01);   /* synth writes every p99 at 1.08 times its median */
+    near(f, "jitter_host_rel", 0.08, 0.01);
     cr_assert_float_eq(fit_find(f, "gather_blocks")->value, 528, 0);
     cr_assert_float_eq(fit_find(f, "ce_weight")->value, 1, 0);
     cr_assert_null(fit_find(f, "gather_latency_us"), "not identifiable from equal payloads");
