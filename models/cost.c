@@ -96,6 +96,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
         F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
         F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
+        F("attn_dense_block_us", attn_dense_block_s, 1e-6),
 #undef F
     };
     memset(c, 0, sizeof *c);
@@ -353,6 +354,13 @@ double cost_attn_splits(const cost_t *c, double rows_per_head, double heads)
     double want = ceil(c->split_blocks_per_sm * c->sm_count / fmax(heads, 1));
     double most = ceil(rows_per_head / c->split_min_rows);
     return fmax(1, fmin(want, most));
+}
+
+void cost_attn_dense_blocks(const cost_t *c, double rows_per_head, double heads, plan_op_t *op)
+{
+    double blocks = heads * cost_attn_splits(c, rows_per_head, heads);
+    op->cost.latency_ps += cost_ps(blocks / c->sm_count * c->attn_dense_block_s);
+    calib_note(c->cal, "attn_dense_block_us", blocks / c->sm_count);
 }
 
 void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op)

@@ -99,6 +99,7 @@ typedef struct cost {
     double scan_latency_s[COST_SCAN_FAMILIES], scan_mem_eff[COST_SCAN_FAMILIES];
     char scan_names[COST_SCAN_FAMILIES][2][40];
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
+    double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
@@ -194,6 +195,9 @@ void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_
  * decoding (and kbench) picks them: about attn_split_blocks_per_sm blocks per SM over all heads, at
  * least attn_split_min_rows rows each, at least one. */
 double cost_attn_splits(const cost_t *c, double rows_per_head, double heads);
+/* Dense attention's split-K grid over `heads` heads of rows_per_head rows: each SM runs its share
+ * of the grid's blocks in turn, attn_dense_block_us each, on top of op's fixed time. */
+void cost_attn_dense_blocks(const cost_t *c, double rows_per_head, double heads, plan_op_t *op);
 
 /* Fills op for the merge of `splits` split-K partials per head: attn_combine_latency +
  * splits·attn_combine_split (each thread walks the partials in turn: time grows with their number,

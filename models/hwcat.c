@@ -136,6 +136,7 @@ static const hwp_def_t cost_defs[] = {
     POS("attn_split_min_rows", "rows", "split-K attention: fewest rows per split"),
     NONNEG("attn_dense_latency_us", "us", "fixed time of dense (split-K) decode attention"),
     POS("attn_dense_mem_eff", "", "fraction of HBM bandwidth dense decode attention reaches"),
+    NONNEG("attn_dense_block_us", "us", "dense attention's time per split-K block an SM runs in turn (its setup and partial): blocks/SMs of it"),
     NONNEG("attn_tail_latency_us", "us", "fixed time of attention over the HBM tail"),
     POS("attn_tail_mem_eff", "", "fraction of HBM bandwidth attention over the HBM tail reaches"),
     NONNEG("quantize_latency_us", "us", "fixed time of the 4-bit plane quantiser"),

@@ -305,6 +305,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                                   &buf_free, 1, &fetch);
             uint32_t deps[2] = {qkv, fetch};
             if (!rc) rc = add_kernel(&b, OPKIND_ATTN_DENSE, l, ly.attn_hbm_bytes, ly.attn_flops, deps, 2, &attn);
+            if (!rc) cost_attn_dense_blocks(&p->cost, ly.n_off, m->kv_heads, &b.out->ops[attn]);
             consumer[l] = attn;
         } else if (!rc) {
             if (query_dependent)

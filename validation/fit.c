@@ -1610,40 +1610,99 @@ static int fit_combine(fit_t *f, const sel_t *rows, const calib_t *seed, bool l2
     return rc;
 }
 
+/* Dense attention's split-K blocks per SM at a row's size (cost_attn_splits, cost_attn_dense_blocks). */
+static double attn_blocks_per_sm(const kbrow_t *r, const cost_t *c)
+{
+    double heads = r->heads > 0 ? r->heads : 1;
+    return heads * cost_attn_splits(c, r->n_tokens, heads) / c->sm_count;
+}
+
+/* Dense attention's own t = lat + (blocks/SMs)*block + bytes/(eff*hbm), WLS 1/t^2: each SM runs its
+ * share of the split-K grid's blocks in turn, so the fixed time grows with the blocks until the grid
+ * fills the GPU (kbench: 512 blocks at 4K, 2048-2112 from 16K). Three parameters on the fit set's
+ * sizes; falls back to fit_own's two without three sizes or a positive block time. */
+static int fit_attn_dense(fit_t *f, const sel_t *s, const calib_t *seed, double hbm, double *lat, double *eff, err_t *e)
+{
+    cost_t c;   /* the split rule's three parameters, as the cost forms read them */
+    memset(&c, 0, sizeof c);
+    int rc = calib_get(seed, "attn_split_blocks_per_sm", &c.split_blocks_per_sm, e);
+    if (!rc) rc = calib_get(seed, "attn_split_min_rows", &c.split_min_rows, e);
+    if (!rc) rc = calib_get(seed, "sm_count", &c.sm_count, e);
+    size_t n = s->n;
+    double *X = malloc((3 * n + 1) * sizeof *X), *y = malloc((n + 1) * sizeof *y), *w = malloc((n + 1) * sizeof *w);
+    double *pred = malloc((n + 1) * sizeof *pred);
+    if (!rc && (!X || !y || !w || !pred)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    lsq_fit_t lf;
+    bool ok = false;
+    if (!rc && n >= 4) {
+        for (size_t j = 0; j < n; j++) {
+            X[3 * j] = 1;
+            X[3 * j + 1] = attn_blocks_per_sm(s->v[j], &c);
+            X[3 * j + 2] = s->v[j]->bytes_moved;
+            y[j] = s->v[j]->t_med_us;
+            w[j] = 1 / (y[j] * y[j]);
+        }
+        err_t e2;
+        ok = !lsq_wlinear("attn_dense t = lat + blocks/SM*block + bytes/(eff*hbm)", X, y, w, n, 3, &lf, &e2) &&
+             lf.coef[1] > 0 && lf.coef[2] > 0;
+    }
+    if (!rc && !ok) {
+        rc = fit_own(f, s, get_bytes, hbm, true, "attn_dense", "attn_dense_latency_us", "attn_dense_mem_eff", lat, eff, e);
+        note(f, "attn_dense_block_us: not determined (%zu rows; 4 sizes needed with a positive block time)", n);
+    } else if (!rc) {
+        double lo, hi, blo = INFINITY, bhi = 0, oe = 1e-3 / (lf.coef[2] * hbm);
+        range_of(s, get_bytes, &lo, &hi);
+        for (size_t j = 0; j < n; j++) blo = fmin(blo, X[3 * j + 1]), bhi = fmax(bhi, X[3 * j + 1]);
+        const char *how = "dense attention t = lat + (blocks/SMs)*block + bytes/(eff*hbm), WLS 1/t^2";
+        *lat = fmax(lf.coef[0], 0);
+        *eff = oe;
+        put(f, "attn_dense_latency_us", *lat, lf.se[0], lo, hi, s->v, n, how);
+        put(f, "attn_dense_block_us", lf.coef[1], lf.se[1], blo, bhi, s->v, n, how);
+        put(f, "attn_dense_mem_eff", oe, oe * lf.se[2] / lf.coef[2], lo, hi, s->v, n, how);
+        for (size_t j = 0; j < n; j++) pred[j] = *lat + X[3 * j + 1] * lf.coef[1] + X[3 * j + 2] * lf.coef[2];
+        resid(f, "kernel_attn_dense", pred, y, n);
+    }
+    free(X), free(y), free(w), free(pred);
+    return rc;
+}
+
 static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     double hbm;
     int rc = calib_get(seed, "hbm_GBps", &hbm, e);
     if (rc) return rc;
-    sel_t s = {0};
+    /* s: every HBM kernel's rows (each kind's own fit); line: those of the pooled form, without dense
+     * attention, whose fixed time grows with its split-K grid (fit_attn_dense) */
+    sel_t s = {0}, line = {0};
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
-        if (hbm_kernel_row(r) && !other_kernel(r)) rc = sel_add(&s, r);
+        if (hbm_kernel_row(r) && !other_kernel(r))
+            rc = sel_add(&s, r) || (r->op != OPKIND_ATTN_DENSE && sel_add(&line, r));
     }
-    if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
-    if (s.n < 3) {
-        note(f, "kernel_latency_us, kernel_mem_eff: not determined (%zu HBM kernel rows)", s.n);
-        free(s.v);
+    if (rc) return free(s.v), free(line.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    if (line.n < 3) {
+        note(f, "kernel_latency_us, kernel_mem_eff: not determined (%zu HBM kernel rows)", line.n);
+        free(s.v), free(line.v);
         return ERR_OK;
     }
     lsq_fit_t lf;
     if (!rc) {
-        rc = line_of(&s, get_bytes, "kernels t = lat + bytes/(eff*hbm)", &lf, e);
+        rc = line_of(&line, get_bytes, "kernels t = lat + bytes/(eff*hbm)", &lf, e);
     }
     if (!rc && !(lf.coef[1] > 0))
         rc = err_set(e, ERR_CONVERGE, "fit kernels: did not converge (non-positive time per byte)");
     if (!rc) {
         double lat = lf.coef[0], eff = 1e-3 / (lf.coef[1] * hbm);
         double lo, hi;
-        range_of(&s, get_bytes, &lo, &hi);
+        range_of(&line, get_bytes, &lo, &hi);
         char how[200];
-        snprintf(how, sizeof how, "HBM kernels (scan, quantize, wf_plan, attn_*) t = lat + bytes/(eff*%.0f GB/s), WLS 1/t^2", hbm);
+        snprintf(how, sizeof how, "HBM kernels (scan, quantize, wf_plan, attn_* but dense) t = lat + bytes/(eff*%.0f GB/s), WLS 1/t^2", hbm);
         if (lat < 0) {
             note(f, "kernel_latency_us: the fit gave %.3g us (< 0); written as 0", lat);
             lat = 0;
         }
-        put(f, "kernel_latency_us", lat, lf.se[0], lo, hi, s.v, s.n, how);
-        put(f, "kernel_mem_eff", eff, eff * lf.se[1] / lf.coef[1], lo, hi, s.v, s.n, how);
+        put(f, "kernel_latency_us", lat, lf.se[0], lo, hi, line.v, line.n, how);
+        put(f, "kernel_mem_eff", eff, eff * lf.se[1] / lf.coef[1], lo, hi, line.v, line.n, how);
         note(f, "kernel_compute_eff: not determined (kbench kernel rows carry no FLOP counts for attention)");
         /* Each op's own fit where it has enough sizes (written where the catalogs declare
          * <op>_latency_us and <op>_mem_eff), each scan family's within the scans, and residuals
@@ -1660,12 +1719,14 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             snprintf(nl, sizeof nl, "%s_latency_us", opkind_name(op));
             snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
             double op_lat = lat, op_eff = eff;
-            if (!rc) rc = fit_own(f, &os, get_bytes, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
+            if (!rc && op == OPKIND_ATTN_DENSE) rc = fit_attn_dense(f, &os, seed, hbm, &op_lat, &op_eff, e);
+            else if (!rc) rc = fit_own(f, &os, get_bytes, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
             if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, rows, hbm, op_lat, op_eff, e);
             free(os.v);
         }
     }
     free(s.v);
+    free(line.v);
     if (!rc) rc = fit_attn_l2(f, rows, seed, hbm, e);
     if (!rc) rc = fit_combine(f, rows, seed, false, e);
     if (!rc) rc = fit_combine(f, rows, seed, true, e);

@@ -552,6 +552,34 @@ Test(cost, new_winners_take_their_own_table)
     th_machine_free(&t);
 }
 
+/* Dense attention's fixed time grows with its split-K grid: 8 heads of min(16·132/8, n/64) splits,
+ * each SM's share of the blocks in turn at attn_dense_block_us: at 4K 512 blocks (3.88 per SM),
+ * from 16.9K on 2112 (16 per SM). */
+Test(cost, dense_attention_pays_per_block)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "attn_dense_latency_us", 5);
+    set(t.cal, "attn_dense_block_us", 2);
+    static const struct { uint64_t ctx; double blocks; } cases[2] = {{4096, 512}, {65536, 2112}};
+    for (int i = 0; i < 2; i++) {
+        plan_t plan;
+        provider_t *p = build(&t, "method: dense\nkv_placement: hbm", cases[i].ctx, &plan);
+        int seen = 0;
+        for (uint32_t j = 0; j < plan.n_ops; j++)
+            if (plan.ops[j].kind == OPKIND_ATTN_DENSE) {
+                seen++;
+                double want = 5 + cases[i].blocks / 132 * 2;
+                cr_expect_float_eq((double)plan.ops[j].cost.latency_ps / SIM_PS_PER_US, want, 1e-3, "ctx %llu: %g us",
+                                   (unsigned long long)cases[i].ctx, (double)plan.ops[j].cost.latency_ps / SIM_PS_PER_US);
+            }
+        cr_expect_eq(seen, 36);
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
+
 /* The SM index fetch (Fathom's plane prefixes): the gather's ceilings times prefix_gather_eff, its own
  * fixed time. */
 Test(cost, sm_index_fetch_is_the_prefix_kernel)

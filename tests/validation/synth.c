@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .attn_dense_block_us = 4, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -287,8 +287,10 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
     static const double bpt[3] = {68, 256 * 36, 64};     /* bytes per token (arbitrary, distinct) */
     for (int k = 0; k < 3; k++)
         for (double n = 4096; n <= 1048576; n *= 2) {
-            double b = n * bpt[k] * 8;
-            row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
+            /* dense attention: 8 heads of min(16*132/8, n/64) split-K blocks, each SM's share in turn */
+            double b = n * bpt[k] * 8, blocks_per_sm = 8 * fmin(264, n / 64) / 132;
+            double t_us = t->kernel_latency_us + b / hbm + (k == 1 ? blocks_per_sm * t->attn_dense_block_us : 0);
+            row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t_us, -1, "fathom", 1, -1);
         }
     /* Fathom's scan as the kernel (variant fathom), and kbench's numbered kernel 1 at one size:
      * the fit holds its fixed time at Fathom's and finds its efficiency */
