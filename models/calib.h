@@ -25,7 +25,8 @@
  *   ce2d_row_ns           per row of a cudaMemcpy2DAsync (predictor: row bytes)
  *   ce2d_page_row_ns      per row of 2D copies whose rows lie a host page or more apart (predictor: rows)
  *   ce2d_copy_us          per further 2D copy of a strided chain (one per head and index channel)
- *   ce_b2b_gap_us         per further copy of a chain issued back to back, instead of ce_latency_us
+ *   ce_b2b_gap_us         per further copy of a 1D chain issued back to back (fitted and reported; the
+ *                         strided 2D chains take ce2d_copy_us)
  *   cebatch_piece_us      per piece of cudaMemcpyBatchAsync: t = ce_latency + pieces*piece + bytes/link
  *                         (predictor: piece bytes)
  *   ce_weight             max-min weight of copy-engine flows on shared constraints

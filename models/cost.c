@@ -74,7 +74,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
         F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce_b2b_gap_us", ce_b2b_gap_s, 1e-6), F("ce2d_copy_us", ce2d_copy_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce2d_copy_us", ce2d_copy_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
         F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
         F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),

@@ -81,7 +81,7 @@ extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
-    double ce_latency_s, ce_b2b_gap_s, ce2d_copy_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
+    double ce_latency_s, ce2d_copy_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[COST_ROW_TABLES][COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
