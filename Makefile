@@ -50,7 +50,7 @@ CMD_NAMES := $(patsubst cli/cmd_%.c,%,$(wildcard cli/cmd_*.c))
 KREF_SRCS := $(wildcard kernels/ref/*.c)
 TEST_DIRS := $(filter-out fuzz,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/*/*.c))))))
 
-.PHONY: all deps run test kernels bench fuzz clean golden guard FORCE
+.PHONY: all deps run test kernels bench fuzz clean golden guard floor FORCE
 .DEFAULT_GOAL := all
 
 all: deps build/rel/odsim
@@ -146,6 +146,16 @@ test: deps $(TEST_BINS_rel) $(TEST_BINS_san) build/rel/odsim build/dbg/odsim bui
 # concurrency groups); the whole of it only here: the other groups' maxima are still beyond them.
 guard: deps build/rel/tests/test_validation build/rel/odsim
 	ODSIM_GUARD=1 ./build/rel/tests/test_validation --filter 'guard/*'
+
+# The run-to-run floor: the primary run's held-out cases against every other full run of the same
+# kbench on the H200 (validate --repeat), the differences no prediction can be expected to beat.
+FLOOR_RUNS := h200-2105 h200-2255 h200-2345 h200-2355 h200-rerun
+floor: deps build/rel/odsim
+	@for r in $(FLOOR_RUNS); do \
+	  echo "== validation/data/h200 against validation/data/$$r (./build/rel/odsim validate validation/data/h200 --repeat validation/data/$$r)"; \
+	  ./build/rel/odsim validate validation/data/h200 --repeat validation/data/$$r | sed -n '/^group summary/,/^$$/p'; \
+	done > validation/results/floor.txt.tmp; mv validation/results/floor.txt.tmp validation/results/floor.txt
+	@cat validation/results/floor.txt
 
 kernels:
 	@$(MAKE) --no-print-directory -C kernels CUDA_ARCH=$(CUDA_ARCH)

@@ -38,12 +38,15 @@ static const char validate_usage[] =
     "  --box NAME       box preset of the measured machine (default h200-1)\n"
     "  --group NAME     only the held-out groups whose name starts with NAME\n"
     "  --max N          at most N cases (0: all)\n"
+    "  --repeat DIR2    no predictions: compare with another run's measurements of the same cases\n"
+    "                   (DIR2's CSVs, same device), the run-to-run differences no prediction can\n"
+    "                   be expected to beat; a case DIR2 lacks counts as failed\n"
     "\n"
     "Exit status: 0 when every case was predicted, 1 when some prediction failed (the report says\n"
     "which and why), 2 bad usage.\n";
 
 typedef struct val_args {
-    const char *dir, *calib, *heldout, *device, *box, *out, *group;
+    const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat;
     int json;
     long max;
 } val_args_t;
@@ -65,6 +68,7 @@ static int parse_args(int argc, char **argv, val_args_t *a)
                            : !strcmp(s, "--box")     ? &a->box
                            : !strcmp(s, "--out")     ? &a->out
                            : !strcmp(s, "--group")   ? &a->group
+                           : !strcmp(s, "--repeat")  ? &a->repeat
                            : !strcmp(s, "--max")     ? &maxs
                                                      : NULL;
         if (dst) {
@@ -154,6 +158,45 @@ static cmp_pred_t pred_of(const kbrow_t *r, const study_result_t *res)
     return p;
 }
 
+/* Row i of set compared with another run's measurement of the same case (--repeat): that run's
+ * p50, p99 and throughput stand for the prediction. */
+static int add_repeat(cmp_t *cmp, const char *group, const kbset_t *set, size_t i, const kbset_t *other,
+                      const char *other_dir, size_t *n_failed, err_t *e)
+{
+    const kbrow_t *r = kbset_row(set, i), *o = kbset_match(other, set, i);
+    if (!o) {
+        char why[600];
+        snprintf(why, sizeof why, "%s: no row measuring this case", other_dir);
+        (*n_failed)++;
+        return cmp_add(cmp, group, r, NULL, why, NULL, NULL, e);
+    }
+    cmp_pred_t p = {o->t_med_us, o->t_p99_us, r->op == OPKIND_SESSION_STEP ? o->per_s : NAN};
+    return cmp_add(cmp, group, r, &p, NULL, NULL, NULL, e);
+}
+
+/* Row r predicted through the study assembly and compared. */
+static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbrow_t *r, size_t *n_failed, err_t *e)
+{
+    char *yaml = NULL;
+    int st = probe_scenario(r, x->a->box, x->calib, &yaml, e);
+    if (st) return st;
+    const study_result_t *res = NULL;
+    err_t pe;
+    err_clear(&pe);
+    int prc = predict(x, yaml, &res, &pe);
+    if (prc == ERR_NOMEM) {
+        st = err_set(e, ERR_NOMEM, "%s", pe.msg);
+    } else if (prc) {
+        (*n_failed)++;
+        st = cmp_add(cmp, group, r, NULL, pe.msg, NULL, yaml, e);
+    } else {
+        cmp_pred_t p = pred_of(r, res);
+        st = cmp_add(cmp, group, r, &p, NULL, res->flags, yaml, e);
+    }
+    free(yaml);
+    return st;
+}
+
 static int make_dir(const char *dir, err_t *e)
 {
     if (mkdir(dir, 0777) && errno != EEXIST) return err_set(e, ERR_IO, "%s: cannot create directory", dir);
@@ -201,8 +244,11 @@ static int validate_main(int argc, char **argv)
     kbset_t *set = NULL;
     cmp_t *cmp = NULL;
     int st = heldout_load(a.heldout, &ho, &e);
+    kbset_t *other = NULL;
     if (!st) st = kbset_load_dir(a.dir, a.device, &set, &e);
     if (!st && !kbset_n_files(set)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.dir);
+    if (!st && a.repeat) st = kbset_load_dir(a.repeat, kbset_device(set), &other, &e);
+    if (!st && a.repeat && !kbset_n_files(other)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.repeat);
     if (!st) st = cmp_new(&cmp, &e);
     char calib_default[512];
     if (!st) snprintf(calib_default, sizeof calib_default, "models/calib/%s.yaml", kbset_device(set));
@@ -215,30 +261,12 @@ static int validate_main(int argc, char **argv)
         if (a.group && strncmp(group, a.group, strlen(a.group))) continue;
         if (a.max && (long)n_done >= a.max) break;
         n_done++;
-        char *yaml = NULL;
-        st = probe_scenario(r, a.box, x.calib, &yaml, &e);
-        if (st) break;
-        const study_result_t *res = NULL;
-        err_t pe;
-        err_clear(&pe);
-        int prc = predict(&x, yaml, &res, &pe);
-        if (prc == ERR_NOMEM) {
-            free(yaml);
-            st = err_set(&e, ERR_NOMEM, "%s", pe.msg);
-            break;
-        }
-        if (prc) {
-            n_failed++;
-            st = cmp_add(cmp, group, r, NULL, pe.msg, NULL, yaml, &e);
-        } else {
-            cmp_pred_t p = pred_of(r, res);
-            st = cmp_add(cmp, group, r, &p, NULL, res->flags, yaml, &e);
-        }
-        free(yaml);
+        st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
+                   : add_predicted(&x, cmp, group, r, &n_failed, &e);
     }
     if (!st && !cmp_n_cases(cmp)) st = err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
     if (!st) {
-        vreport_info_t info = {a.dir, x.calib, a.heldout, x.calib_hash, heldout_hash(ho)};
+        vreport_info_t info = {a.dir, other ? "" : x.calib, a.heldout, x.calib_hash, heldout_hash(ho), a.repeat};
         if (a.json) {
             char *json = NULL;
             st = vreport_json(cmp, &info, &json, &e);
@@ -247,9 +275,9 @@ static int validate_main(int argc, char **argv)
         } else {
             vreport_text(stdout, cmp, &info);
             char why[512];
-            if (cmp_within(cmp, 5, 15, why, sizeof why))
+            if (!other && cmp_within(cmp, 5, 15, why, sizeof why))
                 printf("\nissue targets (<= 5%% median, <= 15%% max |error| per held-out group): met\n");
-            else
+            else if (!other)
                 printf("\nissue targets (<= 5%% median, <= 15%% max |error| per held-out group): not met (first: %s)\n", why);
         }
         if (!st && a.out) st = write_outputs(&a, cmp, &info, &e);
@@ -260,9 +288,12 @@ static int validate_main(int argc, char **argv)
     }
     free(x.cache);
     cmp_free(cmp);
+    kbset_free(other);
     kbset_free(set);
     heldout_free(ho);
     if (st) return cmd_fail("validate", "%s", e.msg);
+    if (n_failed && a.repeat)
+        return cmd_fail("validate", "%zu of %zu held-out cases have no measurement in %s (see the report)", n_failed, n_done, a.repeat);
     if (n_failed) return cmd_fail("validate", "%zu of %zu held-out cases could not be predicted (see the report)", n_failed, n_done);
     return 0;
 }

@@ -492,6 +492,34 @@ size_t kbset_n_files(const kbset_t *s) { return s->n_files; }
 const kbfile_t *kbset_file(const kbset_t *s, size_t i) { return i < s->n_files ? &s->files[i].pub : NULL; }
 const char *kbset_device(const kbset_t *s) { return s->device; }
 
+static bool same_num(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+bool kbrow_same_case(const kbrow_t *a, const kbrow_t *b)
+{
+    const char *ta[] = {a->suite, a->op_name, a->variant, a->allocator, a->policy, a->placement, a->layout, a->method, a->model};
+    const char *tb[] = {b->suite, b->op_name, b->variant, b->allocator, b->policy, b->placement, b->layout, b->method, b->model};
+    double na[] = {a->n_tokens, a->heads, a->bits, a->k, a->batch, a->piece_bytes, a->region_bytes, a->pieces, a->blocks,
+                   a->streams, a->procs, a->concurrent_id, a->qheads, a->chunk_tokens};
+    double nb[] = {b->n_tokens, b->heads, b->bits, b->k, b->batch, b->piece_bytes, b->region_bytes, b->pieces, b->blocks,
+                   b->streams, b->procs, b->concurrent_id, b->qheads, b->chunk_tokens};
+    for (size_t i = 0; i < sizeof ta / sizeof ta[0]; i++)
+        if (strcmp(ta[i], tb[i])) return false;
+    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++)
+        if (!same_num(na[i], nb[i])) return false;
+    return true;
+}
+
+const kbrow_t *kbset_match(const kbset_t *other, const kbset_t *s, size_t i)
+{
+    if (i >= s->n_rows) return NULL;
+    const kbrow_t *r = &s->rows[i];
+    size_t k = 0;   /* rows of s before i measuring the same case */
+    for (size_t j = 0; j < i; j++) k += kbrow_same_case(&s->rows[j], r);
+    for (size_t j = 0; j < other->n_rows; j++)
+        if (kbrow_same_case(&other->rows[j], r) && k-- == 0) return &other->rows[j];
+    return NULL;
+}
+
 const char *kbset_meta(const kbset_t *s, size_t file, const char *key)
 {
     if (file >= s->n_files) return NULL;

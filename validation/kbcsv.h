@@ -16,6 +16,7 @@
 #ifndef ODSIM_VALIDATION_KBCSV_H
 #define ODSIM_VALIDATION_KBCSV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/err.h"
@@ -69,6 +70,15 @@ const char *kbset_device(const kbset_t *s);
 /* Header value `key` of file i, or NULL. */
 const char *kbset_meta(const kbset_t *s, size_t file, const char *key);
 
+/* Whether a and b measure the same case: every column naming it equal (suite, op, variant, the
+ * sizes and counts, allocator, streams, procs, policy, placement, layout, method, model,
+ * concurrent_id, qheads, chunk_tokens; empty cells equal empty cells), what was measured (reps,
+ * times, rates, bytes moved) aside. */
+bool kbrow_same_case(const kbrow_t *a, const kbrow_t *b);
+/* The row of `other` that measured the same case as row i of s (the k-th such row of other for
+ * the k-th of s: a case kbench measures twice is matched in order); NULL when other has none.
+ * Both sets are only read. */
+const kbrow_t *kbset_match(const kbset_t *other, const kbset_t *s, size_t i);
 /* Number of *.csv files in dir (0 when dir is missing). */
 size_t kbcsv_count_dir(const char *dir);
 

@@ -17,7 +17,11 @@ static void provenance(FILE *fp, const vreport_info_t *info, const char *comment
 {
     fprintf(fp, "%sodsim %s validate; data %s; held-out rule %s (fnv1a %016llx)\n", comment, ODSIM_VERSION,
             info->data_dir, info->heldout_path, (unsigned long long)info->heldout_hash);
-    fprintf(fp, "%scalibration %s (hash %016llx)\n", comment, info->calib_path, (unsigned long long)info->calib_hash);
+    if (info->against)
+        fprintf(fp, "%sno predictions: the measurements of %s stand for them (run-to-run differences)\n", comment,
+                info->against);
+    else
+        fprintf(fp, "%scalibration %s (hash %016llx)\n", comment, info->calib_path, (unsigned long long)info->calib_hash);
 }
 
 static const char *base_name(const char *p)
@@ -192,8 +196,9 @@ int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *
                                                "predicted", p, "error_pct", er, "flags", cs->flags, "scenario", cs->scenario));
     }
     json_t *root = summary && cases
-                       ? json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "odsim", ODSIM_VERSION, "data", info->data_dir,
-                                   "calibration", info->calib_path, "calibration_hash", hash, "heldout", info->heldout_path,
+                       ? json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:o,s:o}", "odsim", ODSIM_VERSION, "data", info->data_dir,
+                                   "calibration", info->calib_path, "calibration_hash", hash, "against",
+                                   info->against ? json_string(info->against) : json_null(), "heldout", info->heldout_path,
                                    "heldout_fnv1a", hhash, "summary", summary, "cases", cases)
                        : NULL;
     if (!root) {

@@ -12,6 +12,7 @@
 typedef struct vreport_info {
     const char *data_dir, *calib_path, *heldout_path;
     uint64_t calib_hash, heldout_hash;
+    const char *against;   /* NULL, or the run whose measurements stand for the predictions */
 } vreport_info_t;
 
 /* The per-case table and the group summaries, as text. */

@@ -65,7 +65,7 @@ Test(compare, text_report_breaks_errors_down_by_op)
     char *buf = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&buf, &len);
-    vreport_info_t info = {"d", "h", "c", 0, 0};
+    vreport_info_t info = {"d", "h", "c", 0, 0, NULL};
     vreport_text(fp, c, &info);
     fclose(fp);
     /* layer_step: errors -10 and -30 → median -20, |median| 20, max 30; scan: +4 */

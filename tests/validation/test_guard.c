@@ -7,6 +7,7 @@
  * validation/data/h200/ holds no CSVs. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,4 +169,48 @@ Test(guard, validate_reports_every_group_with_median_and_max)
     unlink(profile);
     synth_rmdir(dir);
     free(dir);
+}
+
+/* --repeat: another run's measurements stand for the predictions. The same run twice differs by
+ * nothing; a run drawn with other noise differs, case by case, by exactly its own measurements. */
+Test(guard, validate_repeat_compares_two_runs)
+{
+    char *a = synth_tmpdir("h200"), *same = synth_tmpdir("h200"), *other = synth_tmpdir("h200");
+    synth_truth_t t;
+    synth_default(&t);
+    cr_assert_eq(synth_write_dir(a, "NVIDIA H200 (synthetic)", &t, 0.02, 5), 0);
+    cr_assert_eq(synth_write_dir(same, "NVIDIA H200 (synthetic)", &t, 0.02, 5), 0);
+    cr_assert_eq(synth_write_dir(other, "NVIDIA H200 (synthetic)", &t, 0.02, 6), 0);
+    char extra[8300];
+    snprintf(extra, sizeof extra, "--repeat '%s'", same);
+    json_t *root = validate_json(a, "no-profile-is-read.yaml", extra);
+    cr_assert_str_eq(json_string_value(json_object_get(root, "against")), same);
+    const char *name;
+    json_t *g;
+    json_object_foreach(json_object_get(root, "summary"), name, g) {
+        cr_assert_eq(json_integer_value(json_object_get(g, "failed")), 0, "group %s", name);
+        cr_assert_float_eq(json_number_value(json_object_get(g, "max_abs_err_pct")), 0.0, 1e-12, "group %s", name);
+    }
+    json_decref(root);
+    snprintf(extra, sizeof extra, "--repeat '%s'", other);
+    root = validate_json(a, "no-profile-is-read.yaml", extra);
+    json_t *cases = json_object_get(root, "cases");
+    size_t i, differ = 0;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        double m = json_number_value(json_object_get(json_object_get(c, "measured"), "p50_us"));
+        double p = json_number_value(json_object_get(json_object_get(c, "predicted"), "p50_us"));
+        double err = json_number_value(json_object_get(json_object_get(c, "error_pct"), "p50_pct"));
+        cr_assert_float_eq(err, 100 * (p - m) / m, 1e-6, "case %zu", i);
+        cr_assert(fabs(err) < 20, "case %zu: runs with 2%% noise differ by %g%%", i, err);
+        differ += p != m;
+    }
+    cr_assert_gt(differ, json_array_size(cases) / 2, "runs drawn with other noise hardly differ");
+    json_decref(root);
+    synth_rmdir(a);
+    synth_rmdir(same);
+    synth_rmdir(other);
+    free(a);
+    free(same);
+    free(other);
 }

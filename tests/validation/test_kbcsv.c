@@ -218,3 +218,36 @@ Test(kbcsv, fit_command_writes_nothing_on_bad_input)
         free(dir);
     }
 }
+
+/* Two runs of one case set: the k-th measurement of a case matches the k-th of the other run, empty
+ * cells match empty cells, what was measured (reps, times) does not take part, and one naming
+ * column apart is another case. */
+Test(kbcsv, match_pairs_the_same_cases_of_two_runs)
+{
+    char *ta = with_row("link,h2d_copy,single,,,,,,4096,,1,,hostalloc,1,,alone,host,,4096,20,5.6,5.5,5.8,6.1,1,0.73,,5.7\n"
+                        "link,h2d_copy,single,,,,,,4096,,1,,hostalloc,1,,alone,host,,4096,20,5.9,5.5,5.8,6.1,1,0.73,,5.7\n"
+                        "kernels,scan,,131072,8,56,,,,,,,,,,alone,host,,1000000,20,30.5,30,31,32,,,fathom,30.6\n"
+                        "kernels,scan,,131072,8,68,,,,,,,,,,alone,host,,1000000,20,40.5,40,41,42,,,sparq,40.6\n");
+    /* other order, other times and reps; the first scan's bits differ (56 -> 57): no match for it */
+    char *tb = with_row("kernels,scan,,131072,8,68,,,,,,,,,,alone,host,,1000000,30,41.5,40,41,43,,,sparq,40.6\n"
+                        "link,h2d_copy,single,,,,,,4096,,1,,hostalloc,1,,alone,host,,4096,30,6.6,5.5,5.8,7.1,1,0.73,,5.7\n"
+                        "kernels,scan,,131072,8,57,,,,,,,,,,alone,host,,1000000,20,30.5,30,31,32,,,fathom,30.6\n"
+                        "link,h2d_copy,single,,,,,,4096,,1,,hostalloc,1,,alone,host,,4096,30,6.9,5.5,5.8,7.1,1,0.73,,5.7\n");
+    char msg[ERR_MSG_MAX];
+    kbset_t *a = NULL, *b = NULL;
+    cr_assert_eq(load_text(ta, msg, sizeof msg, &a), 0, "%s", msg);
+    cr_assert_eq(load_text(tb, msg, sizeof msg, &b), 0, "%s", msg);
+    const kbrow_t *m0 = kbset_match(b, a, 0), *m1 = kbset_match(b, a, 1), *m3 = kbset_match(b, a, 3);
+    cr_assert(m0 && m1 && m3);
+    cr_assert_float_eq(m0->t_med_us, 6.6, 1e-12, "the first copy matches the other run's first");
+    cr_assert_float_eq(m1->t_med_us, 6.9, 1e-12, "the second copy matches the other run's second");
+    cr_assert_float_eq(m3->t_med_us, 41.5, 1e-12);
+    cr_assert_null(kbset_match(b, a, 2), "a case differing in bits matched");
+    cr_assert_null(kbset_match(b, a, 4), "a row past the end matched");
+    cr_assert(kbrow_same_case(kbset_row(a, 0), kbset_row(a, 1)));
+    cr_assert_not(kbrow_same_case(kbset_row(a, 0), kbset_row(a, 2)));
+    kbset_free(a);
+    kbset_free(b);
+    free(ta);
+    free(tb);
+}
