@@ -156,17 +156,23 @@ static void l2_flush_prep(void *ctx, cudaStream_t s)
     kb_l2_flush(s);
 }
 
-/* Time w alone after the work `other` (untimed) each repetition: another gather, over other rows of
- * the host buffer, as a step's SM index fetch runs between two of its winner fetches. */
-static void run_single_after(link_t *L, work_t *w, work_t *other, const char *variant)
+/* Time w alone after the work `other` (untimed) each repetition, and then an L2 flush when
+ * `flush`: another gather, over other rows of the host buffer, as a step's SM index fetch runs
+ * between two of its winner fetches (and the step's HBM kernels between it and the winners). */
+static void run_single_after(link_t *L, work_t *w, work_t *other, bool flush, const char *variant)
 {
     kb_timing_t tm = kb_timing_for(work_bytes(w) / (kb_ceil.h2d_gbps * 1e3), L->o->quick);
     struct pair {
         work_t *w, *other;
-    } pr = {w, other};
+        bool flush;
+    } pr = {w, other, flush};
     kb_stats_t st = kb_time([](void *c, cudaStream_t s) { work_enqueue(((struct pair *)c)->w, s); },
-                            [](void *c, cudaStream_t s) { work_enqueue(((struct pair *)c)->other, s); }, &pr,
-                            L->s[0], &tm);
+                            [](void *c, cudaStream_t s) {
+                                work_enqueue(((struct pair *)c)->other, s);
+                                if (((struct pair *)c)->flush)
+                                    kb_l2_flush(s);
+                            },
+                            &pr, L->s[0], &tm);
     kb_row_t r = work_row(L, w, variant);
     r.policy = "alone";
     emit(L, &r, st);
@@ -431,6 +437,21 @@ static void kv_pair_offsets(uint64_t *d_off, size_t rows, size_t region, uint64_
     free(h);
 }
 
+/* One set of a step's winner fetch (step suite): heads x k pieces of `piece` bytes (a token's K and
+ * V side by side), head j's drawn from its 1/heads of the region, in no order. */
+static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region, uint64_t seed,
+                        cudaStream_t s)
+{
+    size_t span = region / heads;
+    uint64_t *h = (uint64_t *)malloc(heads * k * sizeof *h);
+    for (size_t j = 0; j < heads; j++)
+        for (size_t w = 0; w < k; w++)
+            h[j * k + w] = j * span + kref_mix64(seed + j * k + w) % (span / piece) * piece;
+    CK(cudaMemcpyAsync(d_off, h, heads * k * sizeof *h, cudaMemcpyHostToDevice, s));
+    CK(cudaStreamSynchronize(s));
+    free(h);
+}
+
 /* Where a gather's translations go: 65536 rows of 256 B at regions a doubling apart (256 MiB to
  * 16 GiB), their offsets drawn over the whole region (order_global) or in 16 sub-regions read one
  * after another (order_heads: a step's winner fetch goes head by head, K then V), each from a new
@@ -439,7 +460,9 @@ static void kv_pair_offsets(uint64_t *d_off, size_t rows, size_t region, uint64_
  * fetches so); and the kernels suite's "apart" winner fetch itself (order_kv: 8 heads, K and V in
  * turn from the two halves), re-read after a flush and back to back; and both re-read with
  * another gather between repetitions (_after: 262144 rows of 256 B over the whole host buffer, as
- * a step's SM index fetch between two of its winner fetches). */
+ * a step's SM index fetch between two of its winner fetches); and the step suite's winner fetch
+ * (order_win: 8 heads x 2048 pieces of 512 B) back to back and after the other gather and an L2
+ * flush (as in a step: its HBM kernels between the index fetch and the winners). */
 static void section_gather_order(link_t *L)
 {
     const size_t rows = 65536, parts = 16;
@@ -462,7 +485,7 @@ static void section_gather_order(link_t *L)
             run_single_flushed(L, &w, heads ? "order_heads_reread" : "order_global_reread");
             run_single(L, &w, heads ? "order_heads_warm" : "order_global_warm");
             if (!heads)
-                run_single_after(L, &w, &other, "order_global_after");
+                run_single_after(L, &w, &other, false, "order_global_after");
             w.nsets = nsets;
             run_single_flushed(L, &w, heads ? "order_heads" : "order_global");
         }
@@ -471,7 +494,14 @@ static void section_gather_order(link_t *L)
         w.off = sets;
         run_single_flushed(L, &w, "order_kv_reread");
         run_single(L, &w, "order_kv_warm");
-        run_single_after(L, &w, &other, "order_kv_after");
+        run_single_after(L, &w, &other, false, "order_kv_after");
+        /* the step suite's winner fetch: 8 heads x 2048 tokens of 512 B; its translations stay
+         * when nothing else is gathered, and go with the step's SM index fetch */
+        win_offsets(sets, 8, 2048, 512, region, 9500 + region, L->s[0]);
+        work_t wf = gather_work(L, 0, 512, region, 0, 16384 * 512, 4 * kb_sm_count(), 0);
+        wf.off = sets;
+        run_single(L, &wf, "order_win_warm");
+        run_single_after(L, &wf, &other, true, "order_win_after");
     }
     CK(cudaFree(sets));
 }
