@@ -4,6 +4,13 @@
  * whole offloaded decode steps (all of the model's layers, then the LM head)
  * on its own host buffers for a fixed wall time.
  *
+ * The sessions' windows are aligned: each warms up before a common start,
+ * measures c->seconds from it, and then keeps stepping, unmeasured, until
+ * every session's window has closed, so that every measured step ran among
+ * all N sessions (a session whose window outlasted the others' would
+ * otherwise finish alone and faster: with 16 processes some 7 steps per
+ * window, one such step put a session's steps per second 16% above the rest).
+ *
  * Each session's data is one layer's worth; its layers reuse it (costs are
  * per layer, and one layer's data is far larger than the L2). Rows: one
  * op=session_step per session (its step latency distribution and its steps
@@ -15,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include "kb.h"
 #include "step.h"
@@ -80,14 +88,13 @@ static void session_step(sess_t *x, const conc_cfg_t *c)
     kb_gemm_run(x->gemm, KB_GEMM_LM, 1, x->s);
 }
 
-/* Loop steps for c->seconds; latencies by events on the session's stream. */
-static void sess_loop(sess_t *x, const conc_cfg_t *c, sess_result_t *r)
+/* Loop steps for c->seconds; latencies by events on the session's stream. Then count the window
+ * closed in *closed and keep stepping until all n windows are (at most 10 windows more). */
+static void sess_loop(sess_t *x, const conc_cfg_t *c, sess_result_t *r, int *closed, int n)
 {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
-    session_step(x, c);                               /* warm-up */
-    CK(cudaStreamSynchronize(x->s));
     double t0 = now_s();
     r->steps = 0;
     while (r->steps < MAX_STEPS && now_s() - t0 < c->seconds) {
@@ -100,20 +107,35 @@ static void sess_loop(sess_t *x, const conc_cfg_t *c, sess_result_t *r)
         r->lat_us[r->steps++] = ms * 1e3;
     }
     r->wall_s = now_s() - t0;
+    __atomic_add_fetch(closed, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(closed, __ATOMIC_SEQ_CST) < n && now_s() - t0 < 11 * c->seconds) {
+        session_step(x, c);
+        CK(cudaStreamSynchronize(x->s));
+    }
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
 }
 
-/* Child: set up, say ready, wait for go, loop, send results. Never returns. */
-static void child_main(int id, const conc_cfg_t *c, int ready_fd, int go_fd, int res_fd)
+static void sess_warm(sess_t *x, const conc_cfg_t *c)
+{
+    session_step(x, c);
+    CK(cudaStreamSynchronize(x->s));
+}
+
+/* Child: set up and warm up, say ready, wait for go, loop, send results. Never returns. */
+static void child_main(int id, const conc_cfg_t *c, int *closed, int n, int ready_fd, int go_fd, int res_fd)
 {
     sess_t x;
     sess_result_t r = {0, 0, (double *)malloc(MAX_STEPS * sizeof(double))};
     char ok = sess_new(&x, c, 100 + id) == 0 ? 'r' : 'f';
+    if (ok == 'r')
+        sess_warm(&x, c);
+    else
+        __atomic_add_fetch(closed, 1, __ATOMIC_SEQ_CST);   /* no window to wait for */
     kb_write_all(ready_fd, &ok, 1);
     char go;
     if (ok == 'r' && kb_read_all(go_fd, &go, 1) == 0) {
-        sess_loop(&x, c, &r);
+        sess_loop(&x, c, &r, closed, n);
         sess_free(&x);
     }
     kb_write_all(res_fd, &r.steps, sizeof r.steps);
@@ -122,9 +144,11 @@ static void child_main(int id, const conc_cfg_t *c, int ready_fd, int go_fd, int
     _exit(ok == 'r' ? 0 : 3);
 }
 
-/* N processes; results into res[0..N). Returns 0, or -1 if a child failed. */
-static int run_procs(int N, const conc_cfg_t *c, sess_result_t *res)
+/* N processes; results into res[0..N). *closed is shared with them (MAP_SHARED). Returns 0, or -1
+ * if a child failed. */
+static int run_procs(int N, const conc_cfg_t *c, int *closed, sess_result_t *res)
 {
+    *closed = 0;
     int ready[2], go[2], out[MAX_SESS][2];
     pid_t pid[MAX_SESS];
     if (pipe(ready) || pipe(go))
@@ -135,7 +159,7 @@ static int run_procs(int N, const conc_cfg_t *c, sess_result_t *res)
         pid[i] = fork();
         if (pid[i] == 0) {
             close(out[i][0]);
-            child_main(i, c, ready[1], go[0], out[i][1]);
+            child_main(i, c, closed, N, ready[1], go[0], out[i][1]);
         }
         close(out[i][1]);
     }
@@ -168,13 +192,14 @@ typedef struct {
     const conc_cfg_t *c;
     sess_result_t *r;
     pthread_barrier_t *bar;
+    int *closed, n;
 } thr_arg_t;
 
 static void *thr_main(void *p)
 {
     thr_arg_t *a = (thr_arg_t *)p;
     pthread_barrier_wait(a->bar);
-    sess_loop(a->x, a->c, a->r);
+    sess_loop(a->x, a->c, a->r, a->closed, a->n);
     return NULL;
 }
 
@@ -185,13 +210,16 @@ static int run_streams(int N, const conc_cfg_t *c, sess_result_t *res)
     thr_arg_t a[MAX_SESS];
     pthread_t th[MAX_SESS];
     pthread_barrier_t bar;
+    int closed = 0;
     for (int i = 0; i < N; i++)
         if (sess_new(&x[i], c, 200 + i) != 0)
             return -1;
+    for (int i = 0; i < N; i++)
+        sess_warm(&x[i], c);
     pthread_barrier_init(&bar, NULL, N);
     for (int i = 0; i < N; i++) {
         res[i].lat_us = (double *)malloc(MAX_STEPS * sizeof(double));
-        a[i] = (thr_arg_t){&x[i], c, &res[i], &bar};
+        a[i] = (thr_arg_t){&x[i], c, &res[i], &bar, &closed, N};
         pthread_create(&th[i], NULL, thr_main, &a[i]);
     }
     for (int i = 0; i < N; i++)
@@ -260,15 +288,21 @@ int kb_suite_concurrency(const kb_opts_t *o)
     c.seconds = o->quick ? 0.5 : 2.5;
     static conc_run_t runs[10];
     int Ns[5] = {1, 2, 4, 8, 16}, nr = 0, fail = 0;
+    int *closed = (int *)mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (closed == MAP_FAILED) {
+        perror("kbench: concurrency: mmap");
+        return 1;
+    }
     int top = o->quick ? 3 : 5;
     /* processes first: nothing in this process has touched CUDA yet */
     for (int i = 0; i < top; i++, nr++) {
         runs[nr].N = Ns[i];
         runs[nr].procs = 1;
-        runs[nr].ok = run_procs(Ns[i], &c, runs[nr].res) == 0;
+        runs[nr].ok = run_procs(Ns[i], &c, closed, runs[nr].res) == 0;
         fprintf(stderr, "concurrency: %d processes %s\n", Ns[i], runs[nr].ok ? "done" : "FAILED");
         fail |= !runs[nr].ok;
     }
+    munmap(closed, sizeof(int));
     if (kb_checks((uint64_t)time(NULL))) {
         fprintf(stderr, "kbench: concurrency: a reference check failed\n");
         return 1;
@@ -282,8 +316,9 @@ int kb_suite_concurrency(const kb_opts_t *o)
     }
     kb_csv_t *csv = kb_csv_open(o->out_path, "concurrency", "hostalloc (cudaHostAlloc mapped|portable)", o);
     kb_csv_meta(csv, "sessions", "fathom (48 plane bits, SM fetch), n = %zu, k = %d, %d layers + "
-                "LM head per step, layer data reused across layers, %.1f s per configuration",
-                c.n, c.k, c.layers, c.seconds);
+                "LM head per step, layer data reused across layers, %.1f s per configuration, the "
+                "sessions' windows aligned (warmed up before a common start; stepping on, unmeasured, "
+                "until every window has closed)", c.n, c.k, c.layers, c.seconds);
     kb_measure_ceilings(csv);
     for (int i = 0; i < nr; i++)
         if (runs[i].ok)
