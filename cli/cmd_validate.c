@@ -3,6 +3,7 @@
  * measurement, per case and per group (validation/compare.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,8 @@ static const char validate_usage[] =
     "  --heldout FILE   the held-out rule (default validation/heldout.yaml)\n"
     "  --device NAME    the device the CSV headers must name (default: DATA_DIR's basename)\n"
     "  --box NAME       box preset of the measured machine (default h200-1)\n"
-    "  --group NAME     only the held-out groups whose name starts with NAME\n"
+    "  --group NAMES    only the held-out groups named (comma-separated; a name takes its subgroups:\n"
+    "                   concurrency is concurrency:procs and concurrency:streams)\n"
     "  --max N          at most N cases (0: all)\n"
     "  --repeat DIR2    no predictions: compare with another run's measurements of the same cases\n"
     "                   (DIR2's CSVs, same device), the run-to-run differences no prediction can\n"
@@ -91,6 +93,17 @@ static int parse_args(int argc, char **argv, val_args_t *a)
     }
     if (!a->dir) return cmd_usage_error(&cmd_validate, "DATA_DIR is missing");
     return 0;
+}
+
+/* Whether `group` is one of the comma-separated names of sel, or a subgroup of one ("name:..."). */
+static bool group_selected(const char *sel, const char *group)
+{
+    while (*sel) {
+        size_t n = strcspn(sel, ",");
+        if (!strncmp(group, sel, n) && (group[n] == 0 || group[n] == ':')) return true;
+        sel += n + (sel[n] == ',');
+    }
+    return false;
 }
 
 /* A prediction already made for the same scenario (the name line aside): concurrent sessions'
@@ -258,7 +271,7 @@ static int validate_main(int argc, char **argv)
         const kbrow_t *r = kbset_row(set, i);
         char group[128];
         if (heldout_classify(ho, r, group, sizeof group) != HELDOUT_HELD) continue;
-        if (a.group && strncmp(group, a.group, strlen(a.group))) continue;
+        if (a.group && !group_selected(a.group, group)) continue;
         if (a.max && (long)n_done >= a.max) break;
         n_done++;
         st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)

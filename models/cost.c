@@ -203,6 +203,88 @@ double cost_gather_translations(const cost_t *c, double pieces, double region_by
     return fmin(fmax(pieces, 1.0), pages);
 }
 
+static bool sm_form(cost_xfer_t form)
+{
+    return form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_HEADS_NEW || form == COST_SM_PREFIX ||
+           form == COST_SM_ZC_SCAN;
+}
+
+/* Notes the knots of `table` an SM gather of `piece`-byte rows over region_bytes read. */
+static void note_row_knots(const cost_t *c, cost_rows_t table, double region_bytes, double piece)
+{
+    const char *const *names = cost_row_names[table];
+    int k = row_knot(region_bytes), last = COST_ROW_KNOTS - 1;
+    calib_note(c->cal, names[k], piece);
+    if (k < last && region_bytes > cost_row_knot_bytes[0]) calib_note(c->cal, names[k + 1], piece);
+    if (region_bytes > cost_row_knot_bytes[last]) calib_note_outside(c->cal, names[last]);
+}
+
+/* An SM gather (cost_transfer's forms on the SMs) run `at`; with `at` COST_GATHER_AFTER the share
+ * `evicted` of its rows at the _after tables, the rest at the step's. */
+static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
+                        double region_bytes, cost_gather_at_t at, double evicted, plan_op_t *op)
+{
+    double piece = bytes / pieces;
+    bool prefix = form == COST_SM_PREFIX || form == COST_SM_ZC_SCAN;
+    double eff = prefix ? c->prefix_eff * (form == COST_SM_ZC_SCAN ? c->zc_scan_eff : 1.0) : 1.0;
+    op->exec = PLAN_EXEC_GPU;
+    set_uses(op, p->gather, p->n_gather);
+    double blocks_rate = c->gather_blocks * c->gather_block_Bps;
+    double tlb = at == COST_GATHER_ALONE ? cost_gather_translations(c, pieces, region_bytes) : INFINITY;
+    cost_rows_t table = cost_gather_table(c, form, bytes, at);
+    cost_rows_t kept = at == COST_GATHER_AFTER ? cost_gather_table(c, form, bytes, COST_GATHER_STEP) : table;
+    if (!(evicted > 0)) table = kept;
+    double per_row_s = evicted > 0 ? evicted / cost_gather_rows_per_s(c, region_bytes, tlb, table) : 0;
+    if (evicted < 1) per_row_s += (1 - fmax(evicted, 0)) / cost_gather_rows_per_s(c, region_bytes, tlb, kept);
+    double rows_rate = piece * eff / per_row_s;
+    op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
+    if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
+    /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed
+     * by the row rate leaves room for other kernels */
+    sm_share(c, p, fmin(op->cost.cap_rate, c->h2d_Bps), op);
+    op->cost.latency_ps = cost_ps(prefix ? c->prefix_latency_s : c->gather_latency_s);
+    op->weight = c->gather_weight;
+    op->launch_ps = cost_ps(c->launch_s);
+    /* note what shaped the prediction: the binding ceiling among the three, and the rest */
+    if (op->cost.cap_rate == c->gather_peak_Bps * eff) calib_note(c->cal, "gather_peak_GBps", piece);
+    if (op->cost.cap_rate == blocks_rate * eff) {
+        calib_note(c->cal, "gather_block_GBps", c->gather_blocks);
+        calib_note(c->cal, "gather_blocks", NAN);
+    }
+    if (rows_rate < op->cost.cap_rate) {
+        note_row_knots(c, table, region_bytes, piece);
+        if (kept != table && evicted < 1) note_row_knots(c, kept, region_bytes, piece);
+        calib_note(c->cal, cost_row_names[COST_ROWS_ANY][0], piece);   /* the warm rows' rate */
+        if (isfinite(tlb) && table != COST_ROWS_HEADS_NEW) {
+            calib_note(c->cal, "gather_warm_rows", tlb);
+            calib_note(c->cal, "host_page_bytes", NAN);
+        }
+    }
+    calib_note(c->cal, prefix ? "prefix_gather_latency_us" : "gather_latency_us", NAN);
+    if (prefix) calib_note(c->cal, "prefix_gather_eff", bytes);
+    if (form == COST_SM_ZC_SCAN) calib_note(c->cal, "zc_scan_eff", bytes);
+    calib_note(c->cal, "gather_weight", NAN);
+    calib_note(c->cal, "gather_duplex_coef", NAN);
+    calib_note(c->cal, "launch_us", NAN);
+}
+
+void cost_transfer_after(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
+                         double region_bytes, double evicting, plan_op_t *op)
+{
+    double share = cost_gather_cold_share(c, evicting);
+    if (!sm_form(form) || !(share > 0)) {
+        cost_transfer(c, p, form, true, bytes, pieces, region_bytes, COST_GATHER_STEP, op);
+        return;
+    }
+    if (pieces < 1) pieces = 1;
+    op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
+    op->cost.work = bytes;
+    op->cost.cap_rate = 0;
+    sm_transfer(c, p, form, bytes, pieces, region_bytes, COST_GATHER_AFTER, share, op);
+    calib_note(c->cal, "gather_warm_rows", evicting);
+    calib_note(c->cal, "host_page_bytes", NAN);
+}
+
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op)
 {
@@ -211,48 +293,8 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
     op->cost.work = bytes;
     op->cost.cap_rate = 0;
-    if (form == COST_SM_GATHER || form == COST_SM_HEADS || form == COST_SM_HEADS_NEW || form == COST_SM_PREFIX ||
-        form == COST_SM_ZC_SCAN) {
-        bool prefix = form == COST_SM_PREFIX || form == COST_SM_ZC_SCAN;
-        double eff = prefix ? c->prefix_eff * (form == COST_SM_ZC_SCAN ? c->zc_scan_eff : 1.0) : 1.0;
-        op->exec = PLAN_EXEC_GPU;
-        set_uses(op, p->gather, p->n_gather);
-        double blocks_rate = c->gather_blocks * c->gather_block_Bps;
-        double tlb = at == COST_GATHER_ALONE ? cost_gather_translations(c, pieces, region_bytes) : INFINITY;
-        cost_rows_t table = cost_gather_table(c, form, bytes, at);
-        double rows_rate = cost_gather_rows_per_s(c, region_bytes, tlb, table) * piece * eff;
-        op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
-        if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
-        /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed
-         * by the row rate leaves room for other kernels */
-        sm_share(c, p, fmin(op->cost.cap_rate, c->h2d_Bps), op);
-        op->cost.latency_ps = cost_ps(prefix ? c->prefix_latency_s : c->gather_latency_s);
-        op->weight = c->gather_weight;
-        op->launch_ps = cost_ps(c->launch_s);
-        /* note what shaped the prediction: the binding ceiling among the three, and the rest */
-        if (op->cost.cap_rate == c->gather_peak_Bps * eff) calib_note(c->cal, "gather_peak_GBps", piece);
-        if (op->cost.cap_rate == blocks_rate * eff) {
-            calib_note(c->cal, "gather_block_GBps", c->gather_blocks);
-            calib_note(c->cal, "gather_blocks", NAN);
-        }
-        if (rows_rate < op->cost.cap_rate) {
-            const char *const *names = cost_row_names[table];
-            int k = row_knot(region_bytes), last = COST_ROW_KNOTS - 1;
-            calib_note(c->cal, names[k], piece);
-            if (k < last && region_bytes > cost_row_knot_bytes[0]) calib_note(c->cal, names[k + 1], piece);
-            calib_note(c->cal, cost_row_names[COST_ROWS_ANY][0], piece);   /* the warm rows' rate */
-            if (region_bytes > cost_row_knot_bytes[last]) calib_note_outside(c->cal, names[last]);
-            if (isfinite(tlb) && table != COST_ROWS_HEADS_NEW) {
-                calib_note(c->cal, "gather_warm_rows", tlb);
-                calib_note(c->cal, "host_page_bytes", NAN);
-            }
-        }
-        calib_note(c->cal, prefix ? "prefix_gather_latency_us" : "gather_latency_us", NAN);
-        if (prefix) calib_note(c->cal, "prefix_gather_eff", bytes);
-        if (form == COST_SM_ZC_SCAN) calib_note(c->cal, "zc_scan_eff", bytes);
-        calib_note(c->cal, "gather_weight", NAN);
-        calib_note(c->cal, "gather_duplex_coef", NAN);
-        calib_note(c->cal, "launch_us", NAN);
+    if (sm_form(form)) {
+        sm_transfer(c, p, form, bytes, pieces, region_bytes, at, at == COST_GATHER_AFTER ? 1.0 : 0.0, op);
         return;
     }
     op->exec = h2d ? PLAN_EXEC_COPY_H2D : PLAN_EXEC_COPY_D2H;

@@ -158,6 +158,13 @@ typedef enum {
  * runs `at` (cost_gather_at_t). */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op);
+/* As cost_transfer (host→device) for a gather run in a step right after another gather over host
+ * memory that touched `evicting` address translations: the share of its rows whose translations
+ * that gather evicted (cost_gather_cold_share of `evicting`: none while they fit in what the GPU
+ * keeps, gather_warm_rows, all from twice that) at the _after tables, the rest as in a step
+ * (COST_GATHER_STEP). A copy-engine form is as in a step. */
+void cost_transfer_after(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
+                         double region_bytes, double evicting, plan_op_t *op);
 /* Address translations (host pages) an SM gather of `pieces` rows over region_bytes touches: one per
  * row, at most one per host page of the region. */
 double cost_gather_translations(const cost_t *c, double pieces, double region_bytes);

@@ -85,6 +85,7 @@ typedef struct builder {
     plan_t *out;
     err_t *e;
     cost_gather_at_t gather_at; /* where its SM gathers run (the layer's) */
+    double evicting;            /* COST_GATHER_AFTER: the translations the gather before touched */
 } builder_t;
 
 static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
@@ -189,7 +190,10 @@ static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, boo
 {
     int stream = !h2d ? STREAM_D2H : form == COST_CE || form == COST_CE_BATCH || form == COST_CE_STRIDED ? STREAM_H2D : STREAM_GATHER;
     plan_op_t op = op_new(kind, layer, stream);
-    cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->gather_at, &op);
+    if (b->gather_at == COST_GATHER_AFTER && h2d)
+        cost_transfer_after(&b->p->cost, &b->p->paths, form, bytes, pieces, region, b->evicting, &op);
+    else
+        cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->gather_at, &op);
     op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
     op.bytes_host = bytes;
     op.bytes_hbm = bytes;
@@ -270,7 +274,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     bool prefill = req->phase == PLAN_PREFILL;
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
-    builder_t b = {p, out, e, 0};
+    builder_t b = {p, out, e, 0, 0};
     bool dense = c->method == METHOD_DENSE;
     bool exact = dense || (prefill && c->prefill == PREFILL_EXACT);
     bool query_dependent = !prefill && (c->method == METHOD_SPARQ || c->method == METHOD_FATHOM);
@@ -326,10 +330,14 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                                 ly.scan_flops, sdeps, 3, &scan);
             consumer[l] = scan;
             if (!rc) rc = add_topk(&b, l, &ly, &scan, 1, &topk);
-            /* winners gathered right after the SMs gathered the index from the host: after a gather of
-             * many rows, as the link suite's _after rows measure (the index fetch, after 16K winner
-             * rows or so, takes the plain step tables) */
-            if (idx_sm && b.gather_at == COST_GATHER_STEP) b.gather_at = COST_GATHER_AFTER;
+            /* winners gathered right after the SMs gathered the index from the host: the index fetch
+             * evicts their translations as it touches more than the GPU keeps (the link suite's
+             * order_win_after rows: the step's winner fetch after another gather); the index fetch
+             * itself, after 16K winner rows or so, takes the plain step tables */
+            if (idx_sm && b.gather_at == COST_GATHER_STEP) {
+                b.gather_at = COST_GATHER_AFTER;
+                b.evicting = cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
+            }
             if (!rc && ly.winner_host_bytes > 0)
                 rc = add_transfer(&b, OPKIND_WINNER_FETCH, l, win_form, true, ly.winner_host_bytes, ly.winner_pieces,
                                   ly.kv_region_bytes, &topk, 1, &win);

@@ -780,7 +780,7 @@ static double variant_cold_share(const char *variant, double pieces, double warm
     return strstr(variant, "_reread") || strstr(variant, "_warm") ? cold_share(pieces, log2(warm_rows)) : 1;
 }
 
-/* A knot's cold row rate (Mrows/s) from the link suite's 256 B rows of `variant` at its
+/* A knot's cold row rate (Mrows/s) from the link suite's rows of `variant` (256 B, or 512 B) at its
  * region: each row's time less the gather's fixed time, its cold share (gather_warm_rows) at the
  * knot's rate and the rest at the warm one (cost_gather_rows_per_s), where the rows bind (the time
  * past 1.1x the bytes at the peak); the mean over the rows. Writes the rows used; returns how many. */
@@ -816,8 +816,8 @@ static bool knot_fit(fit_t *f, const sel_t *rows, const char *variant, const cha
     size_t n = knot_rows(rows, variant, cost_row_knot_bytes[k], g, v, &se, used, 64);
     if (!n) return false;
     char how[200];
-    snprintf(how, sizeof how, "re-read 256 B rows (%s): (t - gather_latency)/rows with the cold share "
-             "(gather_warm_rows) at this rate and the rest at the 256 MiB knot's", variant);
+    snprintf(how, sizeof how, "%g B rows (%s): (t - gather_latency)/rows with the cold share "
+             "(gather_warm_rows) at this rate and the rest at the 256 MiB knot's", used[0]->piece_bytes, variant);
     put(f, name, *v, se, NAN, NAN, used, n, how);
     for (size_t j = 0; j < n; j++) {
         double m = variant_cold_share(variant, used[j]->pieces, g[2]);
@@ -849,8 +849,10 @@ static void knot_or(fit_t *f, const sel_t *rows, const char *variant, const char
  * new set every repetition (order_heads: every row cold), else the re-read head-by-head knot; and
  * the two re-read tables again from rows read back to back with no flush between, their page-table
  * entries still in L2 (order_global_warm, order_heads_warm), else the flushed knot; and the two
- * with another gather between repetitions (order_global_after, and order_kv_after: the kernels
- * suite's K/V winner rows, head by head), every row cold, else the flushed knot. */
+ * with another gather between repetitions (order_global_after, and for the rows head by head the
+ * step suite's winner fetch after another gather and an L2 flush, order_win_after: 16384 rows of
+ * 512 B, else the kernels suite's K/V winner rows, order_kv_after), every row cold, else the
+ * flushed knot. */
 static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     const char *const *any = cost_row_names[COST_ROWS_ANY], *const *heads_n = cost_row_names[COST_ROWS_HEADS];
@@ -876,7 +878,8 @@ static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, er
         knot_or(f, rows, "order_global_warm", cost_row_names[COST_ROWS_ANY_PT][k], k, g, any[k], knot[k], &v);
         knot_or(f, rows, "order_heads_warm", cost_row_names[COST_ROWS_HEADS_PT][k], k, g, heads_n[k], heads[k], &v);
         knot_or(f, rows, "order_global_after", cost_row_names[COST_ROWS_ANY_AFTER][k], k, g, any[k], knot[k], &v);
-        knot_or(f, rows, "order_kv_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, heads_n[k], heads[k], &v);
+        if (!knot_fit(f, rows, "order_win_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, &v))
+            knot_or(f, rows, "order_kv_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, heads_n[k], heads[k], &v);
     }
     return ERR_OK;
 }
@@ -930,9 +933,11 @@ static int fit_prefix(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e
 
 /* A plane scan reading its index straight from host memory (kernels-suite scan rows of Fathom or
  * SparQ on the host, one query head): the prefixes the SM index fetch reads, at zc_scan_eff times
- * its rate: zc = (idx / (prefix_eff*R)) / (t - prefix_lat), idx the row's bytes less its scores
- * (4 B per head and token), R the gather's rate min(peak, gather_blocks*block); the mean over the
- * rows. */
+ * its rate: t - prefix_lat = x/zc with x = idx / (prefix_eff*R), idx the row's bytes less its
+ * scores (4 B per head and token), R the gather's rate min(peak, gather_blocks*block); least
+ * squares with weights 1/x (a row's error grows with its time), which is Σx/Σ(t - lat): the rows
+ * that move bytes decide it, not the 4K rows whose time is nearly all fixed (their ratios ranged
+ * 0.66-1.76 between runs, and their mean with them). */
 static int fit_zc_scan(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     sel_t s = {0};
@@ -949,34 +954,39 @@ static int fit_zc_scan(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     if (!rc) rc = value_of(f, seed, "prefix_gather_latency_us", &lat, e);
     if (!rc) rc = value_of(f, seed, "prefix_gather_eff", &eff, e);
     if (!rc) rc = value_of(f, seed, "gather_blocks", &blocks, e);
-    double *zc = malloc(s.n * sizeof *zc + 1), *pred = malloc(s.n * sizeof *pred + 1), *meas = malloc(s.n * sizeof *meas + 1);
-    if (!rc && (!zc || !pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    double *x = malloc(s.n * sizeof *x + 1), *busy = malloc(s.n * sizeof *busy + 1), *w = malloc(s.n * sizeof *w + 1);
+    double *pred = malloc(s.n * sizeof *pred + 1), *meas = malloc(s.n * sizeof *meas + 1);
+    if (!rc && (!x || !busy || !w || !pred || !meas)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     size_t n = 0;
     double R = fmin(g.peak_GBps, blocks * g.block_GBps) * 1e3;   /* bytes per us */
     for (size_t i = 0; !rc && i < s.n; i++) {
         const kbrow_t *r = s.v[i];
-        double idx = r->bytes_moved - 4.0 * r->heads * r->n_tokens, busy = r->t_med_us - lat;
-        if (idx > 0 && busy > 0) {
-            zc[n] = idx / (eff * R) / busy;
+        double idx = r->bytes_moved - 4.0 * r->heads * r->n_tokens;
+        if (idx > 0 && r->t_med_us > lat) {
+            x[n] = idx / (eff * R);
+            busy[n] = r->t_med_us - lat;
+            w[n] = 1 / x[n];
             s.v[n++] = r;
         }
     }
     if (!rc && !n) note(f, "zc_scan_eff: not determined (no plane scan rows from host)");
-    double v, se;
-    if (!rc && n) rc = lsq_mean("zc_scan_eff", zc, n, &v, &se, e);
+    lsq_fit_t lf;
+    if (!rc && n) rc = lsq_wlinear("zc_scan_eff", x, busy, w, n, 1, &lf, e);
     if (!rc && n) {
+        double v = 1 / lf.coef[0], se = lf.se[0] / (lf.coef[0] * lf.coef[0]);
         double lo = INFINITY, hi = 0;
         for (size_t i = 0; i < n; i++) {
             double idx = s.v[i]->bytes_moved - 4.0 * s.v[i]->heads * s.v[i]->n_tokens;
             lo = fmin(lo, idx), hi = fmax(hi, idx);
-            pred[i] = lat + idx / (v * eff * R);
+            pred[i] = lat + x[i] / v;
             meas[i] = s.v[i]->t_med_us;
         }
         put(f, "zc_scan_eff", v, se, lo, hi, s.v, n,
-            "plane scans from host: (index bytes/(prefix_gather_eff*gather rate)) / (t - prefix_gather_latency), the mean");
+            "plane scans from host: t - prefix_gather_latency = (index bytes/(prefix_gather_eff*gather rate))/eff, WLS 1/x "
+            "(sum of x over sum of t - latency)");
         resid(f, "scan_zero_copy_planes", pred, meas, n);
     }
-    free(zc), free(pred), free(meas), free(s.v);
+    free(x), free(busy), free(w), free(pred), free(meas), free(s.v);
     return rc;
 }
 

@@ -476,30 +476,69 @@ Test(cost, page_table_entries_stay_in_l2_only_alone_and_small)
  * layer over 4 GiB, all cold past 2·10000 warm rows. Alone they go at the head-by-head rate with
  * their page-table entries in L2 (gather_heads_pt_rows_Mps_4GiB); in a step at the one without; in
  * a step whose index the SMs gather from the host as well, at the rate after another gather
- * (gather_heads_after_rows_Mps_4GiB); with the index copied by the copy engine, not. */
+ * (gather_heads_after_rows_Mps_4GiB), that fetch's translations (far more than 10000) having evicted
+ * theirs, but at the step's rate where the GPU keeps 1e9; with the index copied by the copy engine,
+ * at the step's. */
 Test(cost, winner_fetch_alone_reads_the_page_table_rate)
 {
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
-    set(t.cal, "gather_warm_rows", 10000);
     set(t.cal, "gather_heads_rows_Mps_4GiB", 40);
     set(t.cal, "gather_heads_pt_rows_Mps_4GiB", 70);
     set(t.cal, "gather_heads_after_rows_Mps_4GiB", 30);
     cost_t c;
     cost_paths_t paths;
-    cost_ready(&t, &c, &paths);
-    static const struct { const char *yaml; bool alone; double Mps; } cases[5] = {
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 70},
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 30},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 70}};
-    for (int i = 0; i < 5; i++) {
+    static const struct { const char *yaml; bool alone; double warm, Mps; } cases[6] = {
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e4, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e4, 30},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e9, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 1e4, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 1e4, 70}};
+    for (int i = 0; i < 6; i++) {
+        set(t.cal, "gather_warm_rows", cases[i].warm);
+        cost_ready(&t, &c, &paths);
         int seen;
         double s = winner_s_per_row(&t, &paths, cases[i].yaml, cases[i].alone, 512, &seen);
         cr_expect_float_eq(s, 1 / (cases[i].Mps * 1e6), 1e-6 / 40e6, "case %d: %g s/row", i, s);
         cr_expect_eq(seen, 36);
     }
+    th_machine_free(&t);
+}
+
+/* A gather right after another over host memory: the share of its rows whose translations that
+ * gather evicted, cost_gather_cold_share of the translations it touched (none up to gather_warm_rows,
+ * all from twice that, log2 between), goes at the _after table, the rest at the step's:
+ * 1/rate = (1 - e)/40M + e/30M per row at 4 GiB. A copy-engine form is as in a step. */
+Test(cost, winners_after_a_gather_pay_for_what_it_evicted)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_warm_rows", 10000);
+    set(t.cal, "gather_heads_rows_Mps_4GiB", 40);
+    set(t.cal, "gather_heads_after_rows_Mps_4GiB", 30);
+    cost_t c;
+    cost_paths_t paths;
+    cost_ready(&t, &c, &paths);
+    double region = 4294967296.0, rows = 16384;
+    static const struct { double evicting, share; } cases[] = {
+        {1, 0}, {5000, 0}, {10000, 0}, {10000 * M_SQRT2, 0.5}, {20000, 1}, {1e7, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        plan_op_t op;
+        memset(&op, 0, sizeof op);
+        cost_transfer_after(&c, &paths, COST_SM_HEADS, rows * 512, rows, region, cases[i].evicting, &op);
+        double per_row = NAN;
+        for (uint32_t u = 0; u < op.n_uses; u++)
+            if (op.uses[u].res == paths.rows) per_row = op.uses[u].coef * 512;
+        double e = cases[i].share, want = (1 - e) / 40e6 + e / 30e6;
+        cr_expect_float_eq(per_row, want, 1e-9 * want, "evicting %g: %g s/row, want %g", cases[i].evicting, per_row, want);
+    }
+    plan_op_t a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    cost_transfer_after(&c, &paths, COST_CE_BATCH, rows * 512, rows, region, 1e7, &a);
+    cost_transfer(&c, &paths, COST_CE_BATCH, true, rows * 512, rows, region, COST_GATHER_STEP, &b);
+    cr_expect_eq(memcmp(&a, &b, sizeof a), 0, "a copy-engine fetch after a gather differs from one in a step");
     th_machine_free(&t);
 }
 

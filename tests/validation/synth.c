@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .attn_dense_block_us = 4, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 3.3, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .attn_dense_block_us = 4, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .win_after_rows_Mps_4GiB = 28, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -275,6 +275,16 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             (N - 1) * t->timeslice_us + N * t->ctx_switch_us, -1, "", -1, N);
     }
     for (int i = 4; i < 8; i++) order_row(&o, t, i);   /* last: the noise of the rows before them unchanged */
+    /* the step's winner fetch, 16384 rows of 512 B at 4 GiB after another gather: every row cold
+     * (none without a truth for it) */
+    if (t->win_after_rows_Mps_4GiB > 0) {
+        gsl_rng *keep = gsl_rng_clone(o.rng);   /* the noise of every later row as before the row came */
+        row(&o, "link", "sm_gather", "order_win_after", -1, -1, 512, 4 * GIB, 16384, 528, "alone", 16384 * 512.0,
+            t->gather_latency_us + fmax(16384 / t->win_after_rows_Mps_4GiB, 16384 * 512.0 / (t->gather_peak_GBps * 1e3)),
+            -1, "", 1, -1);
+        if (keep) gsl_rng_memcpy(o.rng, keep);
+        gsl_rng_free(keep);
+    }
     int bad = fclose(o.fp) != 0;
     /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
     o.fp = open_csv(dir, "kernels.csv", "kernels", device);

@@ -113,7 +113,7 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "gather_pt_rows_Mps_4GiB", t.pt_rows_Mps_4GiB, 0.03);
     near(f, "gather_heads_pt_rows_Mps_4GiB", t.heads_pt_rows_Mps_4GiB, 0.03);
     near(f, "gather_after_rows_Mps_4GiB", t.after_rows_Mps_4GiB, 0.03);
-    near(f, "gather_heads_after_rows_Mps_4GiB", t.heads_after_rows_Mps_4GiB, 0.03);
+    near(f, "gather_heads_after_rows_Mps_4GiB", t.win_after_rows_Mps_4GiB, 0.03);   /* the step's winner rows */
     near(f, "gemm_latency_us", t.gemm_latency_us, 0.01);
     near(f, "gemm_mem_eff", t.gemm_mem_eff, 0.002);
     near(f, "gemm_compute_eff", t.gemm_compute_eff, 0.002);
@@ -167,6 +167,23 @@ Test(fit, exact_data_gives_exact_parameters)
     cr_assert_float_eq(fit_find(fx.fit, "gather_weight")->value, 2.0, 2.0 * 1e-3);
     cr_assert_float_eq(fit_find(fx.fit, "gather_rows_Mps_4GiB")->value, 41, 41 * 1e-3);
     fixture_free(&fx);
+}
+
+/* The rows head by head after another gather: the step's winner fetch (order_win_after) where the
+ * link suite has it, else the kernels suite's K/V rows (order_kv_after, the runs before 01:24). */
+Test(fit, after_rows_come_from_the_winner_fetch_where_measured)
+{
+    synth_truth_t t;
+    synth_default(&t);
+    for (int with = 0; with < 2; with++) {
+        t.win_after_rows_Mps_4GiB = with ? 28 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        double want = with ? 28 : t.heads_after_rows_Mps_4GiB;
+        cr_assert_float_eq(fit_find(fx.fit, "gather_heads_after_rows_Mps_4GiB")->value, want, want * 1e-3,
+                           "with the winner rows: %d", with);
+        fixture_free(&fx);
+    }
 }
 
 Test(fit, profile_is_loadable_and_records_its_sources)
