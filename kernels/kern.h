@@ -132,5 +132,7 @@ void kb_make_keys(uint16_t *k, size_t head_stride, size_t row_stride, int heads,
 void kb_make_normal(float *x, size_t n, float scale, uint64_t seed, cudaStream_t s);
 /* An empty kernel launch (launch overhead measurements). */
 void kb_empty_launch(cudaStream_t s);
+/* Keeps stream s busy for about us microseconds (one thread spinning on the global timer). */
+void kb_spin(double us, cudaStream_t s);
 
 #endif

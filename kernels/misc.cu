@@ -41,3 +41,19 @@ void kb_empty_launch(cudaStream_t s)
 {
     empty_kernel<<<1, 32, 0, s>>>();
 }
+
+/* One thread waiting on the GPU's global timer (nanoseconds, unaffected by clock changes). */
+__global__ void spin_kernel(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+}
+
+void kb_spin(double us, cudaStream_t s)
+{
+    spin_kernel<<<1, 1, 0, s>>>((unsigned long long)(us * 1e3));
+    CKL();
+}
