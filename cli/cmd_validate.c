@@ -187,11 +187,14 @@ static int add_repeat(cmp_t *cmp, const char *group, const kbset_t *set, size_t 
     return cmp_add(cmp, group, r, &p, NULL, NULL, NULL, e);
 }
 
-/* Row r predicted through the study assembly and compared. */
-static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbrow_t *r, size_t *n_failed, err_t *e)
+/* Row i of set predicted through the study assembly and compared. */
+static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbset_t *set, size_t i, size_t *n_failed,
+                         err_t *e)
 {
+    const kbrow_t *r = kbset_row(set, i);
+    const char *start = kbset_meta(set, r->file_index, "start");   /* kbench: "busy: ..." */
     char *yaml = NULL;
-    int st = probe_scenario(r, x->a->box, x->calib, &yaml, e);
+    int st = probe_scenario(r, x->a->box, x->calib, start && !strncmp(start, "busy", 4), &yaml, e);
     if (st) return st;
     const study_result_t *res = NULL;
     err_t pe;
@@ -275,7 +278,7 @@ static int validate_main(int argc, char **argv)
         if (a.max && (long)n_done >= a.max) break;
         n_done++;
         st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
-                   : add_predicted(&x, cmp, group, r, &n_failed, &e);
+                   : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
     }
     if (!st && !cmp_n_cases(cmp)) st = err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
     if (!st) {

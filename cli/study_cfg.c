@@ -121,7 +121,8 @@ static const cfg_param_t probe_params[] = {
     P("stage", CFG_T_BOOL, scn_probe_t, stage, "false", 1, 0,
       "op probes: a stage timed inside a step, whose attn_tail holds the split-K combine after it"),
     P("launch_hidden", CFG_T_BOOL, scn_probe_t, launch_hidden, "false", 1, 0,
-      "op probes: the host launched the ops before the timed window opened (GPU busy before it)"),
+      "op probes: the host launched the ops before the timed window opened (GPU busy before it); "
+      "layer_step probes: the step's first op"),
 };
 
 int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e)

@@ -274,7 +274,10 @@ static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
     provider_t *p;
     int rc = provider_new_shared(f->rep->method, &pt->hw, f->rep->cal, &p, e);
     if (rc) return rc;
-    if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) provider_set_layers_only(p, true);
+    if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) {
+        provider_set_layers_only(p, true);
+        provider_set_first_launch_hidden(p, pt->probe.launch_hidden);
+    }
     *out = provider_wrap(p);
     return ERR_OK;
 }

@@ -14,6 +14,7 @@ struct provider {
     bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
     bool layers_only;         /* plans hold the layers alone: no LM head, no sampling */
     bool gathers_alone;       /* a gather's translations are its own, not the step's */
+    bool first_launch_hidden; /* the plan's first op launched before its window opens */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -69,6 +70,7 @@ const method_t *provider_method(const provider_t *p) { return p->mt; }
 
 void provider_set_layers_only(provider_t *p, bool on) { p->layers_only = on; }
 void provider_set_gathers_alone(provider_t *p, bool on) { p->gathers_alone = on; }
+void provider_set_first_launch_hidden(provider_t *p, bool on) { p->first_launch_hidden = on; }
 
 static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
 {
@@ -356,6 +358,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
         if (!rc) rc = add_gemm(&b, GEMM_OMLP, l, req->phase, nt, &attn, 1, &prev);
     }
     free(consumer);
+    if (!rc && p->first_launch_hidden && out->n_ops) out->ops[0].launch_ps = 0;
     uint32_t head;
     if (p->layers_only) {
         out->graph_launch_ps = cost_ps(p->cost.graph_launch_s);

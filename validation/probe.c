@@ -43,9 +43,11 @@ static bool one_of(const char *s, const char *const *names)
  * kernel with CUDA events, and an idle GPU records the first event before the launch arrives. Its
  * device-resident kernels run after an L2 flush that keeps the GPU busy meanwhile; a step's stages
  * run behind the stage before, except the step's first (Fathom's and SparQ's planner, a host index's
- * copy, else the scan; dense attention). */
-static bool launch_hidden(const kbrow_t *r, const char *method)
+ * copy, else the scan; dense attention) unless its repetitions start with the GPU busy
+ * (`busy_start`: then every stage's launch is hidden, and the whole step's first). */
+static bool launch_hidden(const kbrow_t *r, const char *method, bool busy_start)
 {
+    if (busy_start && !strcmp(r->suite, "step")) return true;
     bool transfer = r->op == OPKIND_INDEX_FETCH || r->op == OPKIND_WINNER_FETCH || r->op == OPKIND_H2D_COPY ||
                     r->op == OPKIND_D2H_COPY || r->op == OPKIND_H2D_COPY2D || r->op == OPKIND_H2D_BATCH ||
                     r->op == OPKIND_SM_GATHER || r->op == OPKIND_FLUSH;
@@ -58,7 +60,7 @@ static bool launch_hidden(const kbrow_t *r, const char *method)
     return r->op != first;
 }
 
-int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, char **out, err_t *e)
+int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, char **out, err_t *e)
 {
     static const char *const modes[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
     static const char *const layouts[] = {"split", "interleaved", "token", "page", NULL};
@@ -169,7 +171,7 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, ch
     if (((!strcmp(r->suite, "kernels") && zc_op) || zc_step) && !strcmp(r->placement, "host"))
         fputs(", zero_copy: true", fp);
     if (!strcmp(r->suite, "step") && r->op != OPKIND_LAYER_STEP) fputs(", stage: true", fp);
-    if (launch_hidden(r, mname)) fputs(", launch_hidden: true", fp);
+    if (launch_hidden(r, mname, busy_start)) fputs(", launch_hidden: true", fp);
     double sessions = fmax(isnan(r->procs) ? 1 : r->procs, isnan(r->streams) ? 1 : r->streams);
     put_num(fp, "sessions", sessions >= 1 ? sessions : 1);
     double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 200);

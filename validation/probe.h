@@ -29,11 +29,15 @@
 #ifndef ODSIM_VALIDATION_PROBE_H
 #define ODSIM_VALIDATION_PROBE_H
 
+#include <stdbool.h>
+
 #include "common/err.h"
 #include "validation/kbcsv.h"
 
 /* Writes the scenario for r into *out (heap, NUL-terminated; caller frees). box names the
- * hardware preset, calib_path the profile. Errors: ERR_NOMEM. */
-int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, char **out, err_t *e);
+ * hardware preset, calib_path the profile; busy_start: r's file says its step repetitions start with
+ * the GPU busy (kbench's `# start: busy...` header), so no stage's launch, and not the step's first,
+ * falls in the timed window (launch_hidden). Errors: ERR_NOMEM. */
+int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, char **out, err_t *e);
 
 #endif

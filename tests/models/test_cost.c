@@ -542,6 +542,33 @@ Test(cost, winners_after_a_gather_pay_for_what_it_evicted)
     th_machine_free(&t);
 }
 
+/* A plan whose first op was launched before the timed window opened (kbench's step repetitions on a
+ * busy GPU): that op's launch costs nothing, every later op's still does. */
+Test(cost, a_hidden_first_launch_is_only_the_first)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    t.m.layers = 1;
+    for (int hidden = 0; hidden < 2; hidden++) {
+        provider_t *p = th_provider(&t, "method: fathom\nplacement: host\nindex_fetch: sm");
+        provider_set_layers_only(p, true);
+        provider_set_first_launch_hidden(p, hidden);
+        plan_t plan;
+        err_t e;
+        plan_init(&plan);
+        plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
+        cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+        cr_assert_gt(plan.n_ops, 2);
+        cr_expect_eq(plan.ops[0].launch_ps == 0, hidden, "first op's launch %lld ps, hidden %d",
+                     (long long)plan.ops[0].launch_ps, hidden);
+        for (uint32_t i = 1; i < plan.n_ops; i++)
+            if (plan.ops[i].exec == PLAN_EXEC_GPU) cr_expect_gt(plan.ops[i].launch_ps, 0, "op %u", i);
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
+
 /* Fathom at 1M with k = 2048 and winners gathered by the SMs: 8·2048 = 16384 rows per layer. Timed
  * alone (the same rows in the same order again) they stay warm under 20000 warm rows; in a step, cold
  * (the region's row rate), one layer or 36. */

@@ -21,16 +21,18 @@ static kbrow_t blank(void)
     return r;
 }
 
-static char *scenario_of(const kbrow_t *r)
+static char *scenario_busy(const kbrow_t *r, bool busy_start)
 {
     char *y = NULL;
     err_t e;
-    cr_assert_eq(probe_scenario(r, "h200-1", "models/calib/h200.yaml", &y, &e), 0, "%s", e.msg);
+    cr_assert_eq(probe_scenario(r, "h200-1", "models/calib/h200.yaml", busy_start, &y, &e), 0, "%s", e.msg);
     cfg_doc_t *d = NULL;
     cr_assert_eq(cfg_parse_string("probe.yaml", y, strlen(y), &d, &e), 0, "%s\n%s", e.msg, y);
     cfg_free(d);
     return y;
 }
+
+static char *scenario_of(const kbrow_t *r) { return scenario_busy(r, false); }
 
 Test(probe, layer_step_of_a_kbench_method)
 {
@@ -148,4 +150,33 @@ Test(probe, dense_host_step_stages_are_zero_copy)
     char *y = scenario_of(&r);
     cr_expect(!strstr(y, "zero_copy"), "%s", y);
     free(y);
+}
+
+/* A step's first stage (Fathom's planner) is launched inside its window unless the file says its
+ * repetitions start with the GPU busy; then it is hidden as every later stage's is, and so is the
+ * whole step's first launch. */
+Test(probe, a_busy_start_hides_the_first_stages_launch)
+{
+    kbrow_t r = blank();
+    r.suite = "step";
+    r.method = r.variant = "fathom";
+    r.bits = 56;
+    r.k = 2048;
+    r.n_tokens = 32768;
+    r.heads = 8;
+    r.placement = "host";
+    r.layout = "interleaved;tail=1024";
+    r.policy = "in_step;fetch:sm";
+    static const struct { int op; const char *name; bool idle_hidden; } ops[] = {
+        {OPKIND_WF_PLAN, "wf_plan", false}, {OPKIND_SCAN, "scan", true}, {OPKIND_LAYER_STEP, "layer_step", false}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        r.op = ops[i].op;
+        r.op_name = ops[i].name;
+        for (int busy = 0; busy < 2; busy++) {
+            char *y = scenario_busy(&r, busy);
+            bool hidden = strstr(y, "launch_hidden: true") != NULL;
+            cr_expect_eq(hidden, busy || ops[i].idle_hidden, "%s, busy start %d:\n%s", ops[i].name, busy, y);
+            free(y);
+        }
+    }
 }
