@@ -21,6 +21,22 @@ static kbrow_t blank(void)
     return r;
 }
 
+/* A step suite row of `method` (kbench's name) at n tokens: 8 KV heads, k = 2048, its dense tail. */
+static kbrow_t step_row(const char *method, double bits, double n, const char *placement, const char *policy)
+{
+    kbrow_t r = blank();
+    r.suite = "step";
+    r.method = r.variant = method;
+    r.bits = bits;
+    r.k = 2048;
+    r.n_tokens = n;
+    r.heads = 8;
+    r.placement = placement;
+    r.layout = "interleaved;tail=1024";
+    r.policy = policy;
+    return r;
+}
+
 static char *scenario_busy(const kbrow_t *r, bool busy_start)
 {
     char *y = NULL;
@@ -36,18 +52,9 @@ static char *scenario_of(const kbrow_t *r) { return scenario_busy(r, false); }
 
 Test(probe, layer_step_of_a_kbench_method)
 {
-    kbrow_t r = blank();
-    r.suite = "step";
+    kbrow_t r = step_row("pertoken136", 136, 1048576, "hbm_all", "fetch:ce");
     r.op_name = "layer_step";
     r.op = OPKIND_LAYER_STEP;
-    r.method = r.variant = "pertoken136";
-    r.bits = 136;
-    r.k = 2048;
-    r.n_tokens = 1048576;
-    r.heads = 8;
-    r.placement = "hbm_all";
-    r.layout = "interleaved;tail=1024";
-    r.policy = "fetch:ce";
     r.model = "qwen3-8b";
     r.reps = 30;
     char *y = scenario_of(&r);
@@ -157,16 +164,7 @@ Test(probe, dense_host_step_stages_are_zero_copy)
  * whole step's first launch. */
 Test(probe, a_busy_start_hides_the_first_stages_launch)
 {
-    kbrow_t r = blank();
-    r.suite = "step";
-    r.method = r.variant = "fathom";
-    r.bits = 56;
-    r.k = 2048;
-    r.n_tokens = 32768;
-    r.heads = 8;
-    r.placement = "host";
-    r.layout = "interleaved;tail=1024";
-    r.policy = "in_step;fetch:sm";
+    kbrow_t r = step_row("fathom", 56, 32768, "host", "in_step;fetch:sm");
     static const struct { int op; const char *name; bool idle_hidden; } ops[] = {
         {OPKIND_WF_PLAN, "wf_plan", false}, {OPKIND_SCAN, "scan", true}, {OPKIND_LAYER_STEP, "layer_step", false}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
