@@ -280,7 +280,9 @@ static int validate_main(int argc, char **argv)
         st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
                    : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
     }
-    if (!st && !cmp_n_cases(cmp)) st = err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
+    if (!st && !cmp_n_cases(cmp))
+        st = a.group ? err_set(&e, ERR_NOTFOUND, "%s: no held-out cases in the groups '%s' (%s)", a.dir, a.group, a.heldout)
+                     : err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
     if (!st) {
         vreport_info_t info = {a.dir, other ? "" : x.calib, a.heldout, x.calib_hash, heldout_hash(ho), a.repeat};
         if (a.json) {

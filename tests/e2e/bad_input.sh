@@ -35,6 +35,13 @@ expect 2 "unknown option" -- $odsim run tests/data/small.yaml --bogus
 expect 2 "no scenario given" -- $odsim run
 expect 2 "--replications: expected 1..1000" -- $odsim run tests/data/small.yaml --replications -3
 expect 2 "unknown command 'rnu'" -- $odsim rnu
+# validate: another run that is not there, or of another device; groups that match nothing
+expect 1 "cannot open directory" -- $odsim validate validation/data/h200 --repeat "$tmp/no-such-run"
+mkdir -p "$tmp/h100"
+sed 's/^# device: NVIDIA H200/# device: NVIDIA H100/' validation/data/h200/link.csv > "$tmp/h100/link.csv"
+expect 1 "is not this directory's device 'h200'" -- $odsim validate validation/data/h200 --repeat "$tmp/h100"
+expect 1 "no held-out cases in the groups 'nosuch'" -- $odsim validate validation/data/h200 --group nosuch
+expect 2 "--repeat needs a value" -- $odsim validate validation/data/h200 --repeat
 # a method the model cannot resolve: its message, not a crash (the provider once freed an unset pointer)
 expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32K --method pertoken --layout page
 expect 1 "Fathom's plane-scan kernels only" -- $odsim plan --model qwen3-8b --context 32K --method sparq --scan-kernel v1
