@@ -40,6 +40,9 @@ static const char validate_usage[] =
     "  --group NAMES    only the held-out groups named (comma-separated; a name takes its subgroups:\n"
     "                   concurrency is concurrency:procs and concurrency:streams)\n"
     "  --max N          at most N cases (0: all)\n"
+    "  --floor DIR2     (repeatable, up to 16) other runs of the same cases: each compared value\n"
+    "                   gets its run-to-run floor, the largest |difference| of their measurements,\n"
+    "                   and each group counts the errors beyond their floor\n"
     "  --repeat DIR2    no predictions: compare with another run's measurements of the same cases\n"
     "                   (DIR2's CSVs, same device), the run-to-run differences no prediction can\n"
     "                   be expected to beat; a case DIR2 lacks counts as failed\n"
@@ -47,9 +50,12 @@ static const char validate_usage[] =
     "Exit status: 0 when every case was predicted, 1 when some prediction failed (the report says\n"
     "which and why), 2 bad usage.\n";
 
+#define VAL_MAX_FLOORS 16
+
 typedef struct val_args {
     const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat;
-    int json;
+    const char *floors[VAL_MAX_FLOORS];
+    int n_floors, json;
     long max;
 } val_args_t;
 
@@ -81,6 +87,10 @@ static int parse_args(int argc, char **argv, val_args_t *a)
                 a->max = strtol(maxs, &end, 10);
                 if (*end || a->max < 0) return cmd_usage_error(&cmd_validate, "--max wants a count, not '%s'", maxs);
             }
+        } else if (!strcmp(s, "--floor")) {
+            if (i + 1 >= argc) return cmd_usage_error(&cmd_validate, "--floor needs a value");
+            if (a->n_floors == VAL_MAX_FLOORS) return cmd_usage_error(&cmd_validate, "at most %d --floor runs", VAL_MAX_FLOORS);
+            a->floors[a->n_floors++] = argv[++i];
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
         } else if (s[0] == '-') {
@@ -187,6 +197,29 @@ static int add_repeat(cmp_t *cmp, const char *group, const kbset_t *set, size_t 
     return cmp_add(cmp, group, r, &p, NULL, NULL, NULL, e);
 }
 
+/* |other - measured| as % of measured, NAN where either is missing. */
+static double diff_pct(double other, double measured)
+{
+    return other >= 0 && measured > 0 ? 100 * fabs(other - measured) / measured : NAN;
+}
+
+/* The last case added (row i of set) gets its run-to-run floor from the other runs (--floor): per
+ * metric the largest |difference| of their measurements of the same case. */
+static int add_floor(cmp_t *cmp, const kbset_t *set, size_t i, kbset_t *const *floors, int n_floors, err_t *e)
+{
+    const kbrow_t *r = kbset_row(set, i);
+    double f[3] = {NAN, NAN, NAN};
+    for (int k = 0; k < n_floors; k++) {
+        const kbrow_t *o = kbset_match(floors[k], set, i);
+        if (!o) continue;
+        double d[3] = {diff_pct(o->t_med_us, r->t_med_us), diff_pct(o->t_p99_us, r->t_p99_us),
+                       r->op == OPKIND_SESSION_STEP ? diff_pct(o->per_s, r->per_s) : NAN};
+        for (int j = 0; j < 3; j++)
+            if (!isnan(d[j]) && !(d[j] <= f[j])) f[j] = d[j];
+    }
+    return cmp_set_floor(cmp, cmp_n_cases(cmp) - 1, f[0], f[1], f[2], e);
+}
+
 /* Row i of set predicted through the study assembly and compared. */
 static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbset_t *set, size_t i, size_t *n_failed,
                          err_t *e)
@@ -264,6 +297,8 @@ static int validate_main(int argc, char **argv)
     if (!st) st = kbset_load_dir(a.dir, a.device, &set, &e);
     if (!st && !kbset_n_files(set)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.dir);
     if (!st && a.repeat) st = kbset_load_dir(a.repeat, kbset_device(set), &other, &e);
+    kbset_t *floors[VAL_MAX_FLOORS] = {NULL};
+    for (int k = 0; !st && k < a.n_floors; k++) st = kbset_load_dir(a.floors[k], kbset_device(set), &floors[k], &e);
     if (!st && a.repeat && !kbset_n_files(other)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.repeat);
     if (!st) st = cmp_new(&cmp, &e);
     char calib_default[512];
@@ -279,6 +314,7 @@ static int validate_main(int argc, char **argv)
         n_done++;
         st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
                    : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
+        if (!st && a.n_floors) st = add_floor(cmp, set, i, floors, a.n_floors, &e);
     }
     if (!st && !cmp_n_cases(cmp))
         st = a.group ? err_set(&e, ERR_NOTFOUND, "%s: no held-out cases in the groups '%s' (%s)", a.dir, a.group, a.heldout)
@@ -306,6 +342,7 @@ static int validate_main(int argc, char **argv)
     }
     free(x.cache);
     cmp_free(cmp);
+    for (int k = 0; k < a.n_floors; k++) kbset_free(floors[k]);
     kbset_free(other);
     kbset_free(set);
     heldout_free(ho);

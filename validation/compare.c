@@ -108,9 +108,13 @@ static int summarise(cmp_t *c, err_t *e)
             }
             gr->n_flagged += *cs->flags != '\0';
             double ev[3] = {cs->err_p50_pct, cs->err_p99_pct, cs->err_tput_pct};
+            double fl[3] = {cs->floor_p50_pct, cs->floor_p99_pct, cs->floor_tput_pct};
             for (int j = 0; j < 3; j++) {
                 m[j][nm[j]++] = ev[j];
                 all[na++] = ev[j];
+                if (isnan(ev[j]) || isnan(fl[j])) continue;
+                gr->n_floored++;
+                gr->n_beyond += fabs(ev[j]) > fl[j];
             }
         }
         gr->all = stat_of(all, na);
@@ -174,7 +178,18 @@ int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *p
     cs->err_p50_pct = err_pct(cs->pred.p50_us, cs->meas_p50_us);
     cs->err_p99_pct = err_pct(cs->pred.p99_us, cs->meas_p99_us);
     cs->err_tput_pct = err_pct(cs->pred.tput_per_s, cs->meas_tput_per_s);
+    cs->floor_p50_pct = cs->floor_p99_pct = cs->floor_tput_pct = NAN;
     c->n++;
+    return summarise(c, e);
+}
+
+int cmp_set_floor(cmp_t *c, size_t i, double p50_pct, double p99_pct, double tput_pct, err_t *e)
+{
+    if (i >= c->n) return err_set(e, ERR_INVAL, "compare: no case %zu", i);
+    cmp_case_t *cs = &c->cases[i].pub;
+    cs->floor_p50_pct = p50_pct;
+    cs->floor_p99_pct = p99_pct;
+    cs->floor_tput_pct = tput_pct;
     return summarise(c, e);
 }
 

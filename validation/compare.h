@@ -27,6 +27,8 @@ typedef struct cmp_case {
     double meas_p50_us, meas_p10_us, meas_p90_us, meas_p99_us, meas_tput_per_s;
     cmp_pred_t pred;
     double err_p50_pct, err_p99_pct, err_tput_pct; /* NAN: not compared */
+    double floor_p50_pct, floor_p99_pct, floor_tput_pct; /* run to run: the largest |difference| % of
+                                                           * other runs' measurements (NAN: none) */
 } cmp_case_t;
 
 typedef struct cmp_stat {
@@ -38,6 +40,7 @@ typedef struct cmp_group {
     const char *name;
     size_t n_cases, n_failed, n_flagged;
     cmp_stat_t all, p50, p99, tput;
+    size_t n_floored, n_beyond;          /* compared values with a run-to-run floor; those past it */
 } cmp_group_t;
 
 typedef struct cmp cmp_t;
@@ -50,6 +53,11 @@ void cmp_free(cmp_t *c);
  * `error`. flags and scenario may be NULL. Strings are copied. Errors: ERR_NOMEM. */
 int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *pred, const char *error,
             const char *flags, const char *scenario, err_t *e);
+
+/* Sets case i's run-to-run floor (% per metric, NAN where no other run measured it) and updates the
+ * summaries: a compared value whose |error| exceeds its floor counts in its group's n_beyond.
+ * Errors: ERR_INVAL (no case i), ERR_NOMEM. */
+int cmp_set_floor(cmp_t *c, size_t i, double p50_pct, double p99_pct, double tput_pct, err_t *e);
 
 size_t cmp_n_cases(const cmp_t *c);
 const cmp_case_t *cmp_case_at(const cmp_t *c, size_t i);

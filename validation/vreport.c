@@ -107,16 +107,17 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
                 cs->pred.p99_us, e2, cs->meas_tput_per_s, cs->pred.tput_per_s, e3, *cs->flags ? "  [flagged]" : "");
         if (!cs->ok) fprintf(fp, "%-22s   no prediction: %s\n", "", cs->error);
     }
-    fprintf(fp, "\n%-24s %6s %7s %8s %14s %14s %12s %12s %12s\n", "group summary", "cases", "failed", "flagged",
-            "median |err|%", "max |err|%", "p50 med/max", "p99 med/max", "tput med/max");
+    fprintf(fp, "\n%-24s %6s %7s %8s %14s %14s %12s %12s %12s %13s\n", "group summary", "cases", "failed", "flagged",
+            "median |err|%", "max |err|%", "p50 med/max", "p99 med/max", "tput med/max", "beyond floor");
     for (size_t i = 0; i < cmp_n_groups(c); i++) {
         const cmp_group_t *g = cmp_group_at(c, i);
-        char a[32], b[32], d[32];
+        char a[32], b[32], d[32], f[48] = "-";
+        if (g->n_floored) snprintf(f, sizeof f, "%zu/%zu", g->n_beyond, g->n_floored);
         snprintf(a, sizeof a, "%.1f/%.1f", g->p50.median_abs_err_pct, g->p50.max_abs_err_pct);
         snprintf(b, sizeof b, "%.1f/%.1f", g->p99.median_abs_err_pct, g->p99.max_abs_err_pct);
         snprintf(d, sizeof d, "%.1f/%.1f", g->tput.median_abs_err_pct, g->tput.max_abs_err_pct);
-        fprintf(fp, "%-24s %6zu %7zu %8zu %14.2f %14.2f %12s %12s %12s\n", g->name, g->n_cases, g->n_failed, g->n_flagged,
-                g->all.median_abs_err_pct, g->all.max_abs_err_pct, a, b, d);
+        fprintf(fp, "%-24s %6zu %7zu %8zu %14.2f %14.2f %12s %12s %12s %13s\n", g->name, g->n_cases, g->n_failed,
+                g->n_flagged, g->all.median_abs_err_pct, g->all.max_abs_err_pct, a, b, d, f);
     }
     by_op(fp, c);
     /* Flags, summarised: each parameter once, with how many cases used it assumed or out of range
@@ -174,11 +175,12 @@ int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *
     for (size_t i = 0; summary && i < cmp_n_groups(c); i++) {
         const cmp_group_t *g = cmp_group_at(c, i);
         json_object_set_new(summary, g->name,
-                            json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)g->n_cases, "failed",
-                                      (json_int_t)g->n_failed, "flagged", (json_int_t)g->n_flagged, "median_abs_err_pct",
-                                      num_or_null(g->all.median_abs_err_pct), "max_abs_err_pct",
+                            json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:{s:I,s:I}}", "n", (json_int_t)g->n_cases,
+                                      "failed", (json_int_t)g->n_failed, "flagged", (json_int_t)g->n_flagged,
+                                      "median_abs_err_pct", num_or_null(g->all.median_abs_err_pct), "max_abs_err_pct",
                                       num_or_null(g->all.max_abs_err_pct), "p50", stat_json(&g->p50), "p99",
-                                      stat_json(&g->p99), "throughput", stat_json(&g->tput)));
+                                      stat_json(&g->p99), "throughput", stat_json(&g->tput), "beyond_floor", "n",
+                                      (json_int_t)g->n_beyond, "of", (json_int_t)g->n_floored));
     }
     for (size_t i = 0; cases && i < cmp_n_cases(c); i++) {
         const cmp_case_t *cs = cmp_case_at(c, i);
@@ -189,11 +191,14 @@ int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *
                               "throughput_per_s", num_or_null(cs->pred.tput_per_s));
         json_t *er = json_pack("{s:o,s:o,s:o}", "p50_pct", num_or_null(cs->err_p50_pct), "p99_pct",
                                num_or_null(cs->err_p99_pct), "throughput_pct", num_or_null(cs->err_tput_pct));
-        json_array_append_new(cases, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:s,s:s}", "group", cs->group,
-                                               "file", cs->row->file, "line", cs->row->line, "suite", cs->row->suite, "op",
-                                               cs->row->op_name, "policy", cs->row->policy, "n_tokens",
-                                               num_or_null(cs->row->n_tokens), "ok", cs->ok, "error", cs->error, "measured", m,
-                                               "predicted", p, "error_pct", er, "flags", cs->flags, "scenario", cs->scenario));
+        json_t *fl = json_pack("{s:o,s:o,s:o}", "p50_pct", num_or_null(cs->floor_p50_pct), "p99_pct",
+                               num_or_null(cs->floor_p99_pct), "throughput_pct", num_or_null(cs->floor_tput_pct));
+        json_array_append_new(cases, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:o,s:s,s:s}", "group",
+                                               cs->group, "file", cs->row->file, "line", cs->row->line, "suite",
+                                               cs->row->suite, "op", cs->row->op_name, "policy", cs->row->policy,
+                                               "n_tokens", num_or_null(cs->row->n_tokens), "ok", cs->ok, "error",
+                                               cs->error, "measured", m, "predicted", p, "error_pct", er, "floor_pct", fl,
+                                               "flags", cs->flags, "scenario", cs->scenario));
     }
     json_t *root = summary && cases
                        ? json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:o,s:o}", "odsim", ODSIM_VERSION, "data", info->data_dir,
@@ -225,7 +230,8 @@ int vreport_csv(const char *path, const cmp_t *c, const vreport_info_t *info, er
     FILE *fp = atomicio_file(a);
     provenance(fp, info, "# ");
     fputs("group,file,line,suite,op,policy,n_tokens,ok,meas_p50_us,meas_p10_us,meas_p90_us,meas_p99_us,meas_tput_per_s,"
-          "pred_p50_us,pred_p99_us,pred_tput_per_s,err_p50_pct,err_p99_pct,err_tput_pct,flagged\n",
+          "pred_p50_us,pred_p99_us,pred_tput_per_s,err_p50_pct,err_p99_pct,err_tput_pct,flagged,floor_p50_pct,"
+          "floor_p99_pct,floor_tput_pct\n",
           fp);
     for (size_t i = 0; i < cmp_n_cases(c); i++) {
         const cmp_case_t *cs = cmp_case_at(c, i);
@@ -237,7 +243,11 @@ int vreport_csv(const char *path, const cmp_t *c, const vreport_info_t *info, er
                       cs->pred.p50_us, cs->pred.p99_us, cs->pred.tput_per_s, cs->err_p50_pct, cs->err_p99_pct,
                       cs->err_tput_pct};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) csv_num(fp, v[k]);
-        fprintf(fp, "%d\n", *cs->flags != '\0');
+        fprintf(fp, "%d,", *cs->flags != '\0');
+        csv_num(fp, cs->floor_p50_pct);
+        csv_num(fp, cs->floor_p99_pct);
+        if (!isnan(cs->floor_tput_pct)) fprintf(fp, "%.8g", cs->floor_tput_pct);
+        fputc('\n', fp);
     }
     return atomicio_commit(a, e);
 }

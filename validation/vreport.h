@@ -20,7 +20,8 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info);
 
 /* The whole report as JSON text (*out heap, caller frees): {"odsim", "calibration", ...,
  * "summary": {GROUP: {"n", "failed", "flagged", "median_abs_err_pct", "max_abs_err_pct",
- * "p50": {...}, "p99": {...}, "throughput": {...}}}, "cases": [...]}. Errors: ERR_NOMEM. */
+ * "p50": {...}, "p99": {...}, "throughput": {...}, "beyond_floor": {"n", "of"}}}, "cases": [...]}
+ * (each case's "floor_pct": its run-to-run floor per metric, null without one). Errors: ERR_NOMEM. */
 int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *e);
 
 /* One CSV row per case, written atomically. Errors: ERR_IO. */

@@ -74,3 +74,30 @@ Test(compare, text_report_breaks_errors_down_by_op)
     free(buf);
     cmp_free(c);
 }
+
+/* The run-to-run floor: a compared value counts beyond it when its |error| is larger; values with
+ * no floor (NAN) or no comparison take no part; a failed case none. */
+Test(compare, errors_beyond_their_run_to_run_floor)
+{
+    cmp_t *c = NULL;
+    err_t e;
+    cr_assert_eq(cmp_new(&c, &e), 0);
+    kbrow_t a = mk(100, 200, NAN), b = mk(100, 100, 10), d = mk(50, 60, NAN);
+    cmp_pred_t pa = {110, 190, NAN}, pb = {97, 100, 12};   /* errors: +10, -5; -3, 0, +20 */
+    cr_assert_eq(cmp_add(c, "step", &a, &pa, NULL, "", "s", &e), 0);
+    cr_assert_eq(cmp_add(c, "step", &b, &pb, NULL, "", "s", &e), 0);
+    cr_assert_eq(cmp_add(c, "step", &d, NULL, "boom", NULL, "s", &e), 0);
+    cr_assert_eq(cmp_group_at(c, 0)->n_floored, 0);
+    cr_assert(isnan(cmp_case_at(c, 0)->floor_p50_pct));
+    /* a: p50 10 > 4 beyond, p99 5 < 6 within, tput not compared; b: p50 3 > 2 beyond, p99 0 = 0 within,
+     * tput 20 > NAN: no floor */
+    cr_assert_eq(cmp_set_floor(c, 0, 4, 6, 1, &e), 0);
+    cr_assert_eq(cmp_set_floor(c, 1, 2, 0, NAN, &e), 0);
+    cr_assert_eq(cmp_set_floor(c, 2, 1, 1, 1, &e), 0);
+    const cmp_group_t *g = cmp_group_at(c, 0);
+    cr_assert_eq(g->n_floored, 4);
+    cr_assert_eq(g->n_beyond, 2);
+    cr_assert_float_eq(cmp_case_at(c, 1)->floor_p50_pct, 2, 1e-12);
+    cr_assert_neq(cmp_set_floor(c, 3, 1, 1, 1, &e), 0, "a floor for a case that is not there");
+    cmp_free(c);
+}

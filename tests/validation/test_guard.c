@@ -209,6 +209,20 @@ Test(guard, validate_repeat_compares_two_runs)
     }
     cr_assert_gt(differ, json_array_size(cases) / 2, "runs drawn with other noise hardly differ");
     json_decref(root);
+    /* the same run as the floor: every case's floor is 0, so every value that differs is beyond it */
+    snprintf(extra, sizeof extra, "--repeat '%s' --floor '%s'", other, same);
+    root = validate_json(a, "no-profile-is-read.yaml", extra);
+    json_object_foreach(json_object_get(root, "summary"), name, g) {
+        json_t *bf = json_object_get(g, "beyond_floor");
+        json_int_t of = json_integer_value(json_object_get(bf, "of")), n = json_integer_value(json_object_get(bf, "n"));
+        json_int_t compared = json_integer_value(json_object_get(json_object_get(g, "p50"), "n")) +
+                              json_integer_value(json_object_get(json_object_get(g, "p99"), "n")) +
+                              json_integer_value(json_object_get(json_object_get(g, "throughput"), "n"));
+        cr_assert_eq(of, compared, "group %s: %lld values with a floor of %lld compared", name, (long long)of,
+                     (long long)compared);
+        cr_assert(n > 0 && n <= of, "group %s: %lld beyond a zero floor of %lld", name, (long long)n, (long long)of);
+    }
+    json_decref(root);
     synth_rmdir(a);
     synth_rmdir(same);
     synth_rmdir(other);
