@@ -220,7 +220,8 @@ static void note_row_knots(const cost_t *c, cost_rows_t table, double region_byt
 }
 
 /* An SM gather (cost_transfer's forms on the SMs) run `at`; with `at` COST_GATHER_AFTER the share
- * `evicted` of its rows at the _after tables, the rest at the step's. */
+ * `evicted` of its rows (0..1) at the _after tables, the rest at the step's (`evicted` is read only
+ * then). */
 static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
                         double region_bytes, cost_gather_at_t at, double evicted, plan_op_t *op)
 {
@@ -231,11 +232,11 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
     set_uses(op, p->gather, p->n_gather);
     double blocks_rate = c->gather_blocks * c->gather_block_Bps;
     double tlb = at == COST_GATHER_ALONE ? cost_gather_translations(c, pieces, region_bytes) : INFINITY;
-    cost_rows_t table = cost_gather_table(c, form, bytes, at);
-    cost_rows_t kept = at == COST_GATHER_AFTER ? cost_gather_table(c, form, bytes, COST_GATHER_STEP) : table;
-    if (!(evicted > 0)) table = kept;
-    double per_row_s = evicted > 0 ? evicted / cost_gather_rows_per_s(c, region_bytes, tlb, table) : 0;
-    if (evicted < 1) per_row_s += (1 - fmax(evicted, 0)) / cost_gather_rows_per_s(c, region_bytes, tlb, kept);
+    /* the evicted share e of the rows at the table of `at`, the rest at the step's */
+    double e = at == COST_GATHER_AFTER ? fmin(fmax(evicted, 0), 1) : 1;
+    cost_rows_t table = cost_gather_table(c, form, bytes, at), kept = cost_gather_table(c, form, bytes, COST_GATHER_STEP);
+    double per_row_s = (e > 0 ? e / cost_gather_rows_per_s(c, region_bytes, tlb, table) : 0) +
+                       (e < 1 ? (1 - e) / cost_gather_rows_per_s(c, region_bytes, tlb, kept) : 0);
     double rows_rate = piece * eff / per_row_s;
     op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
     if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
@@ -252,8 +253,8 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
         calib_note(c->cal, "gather_blocks", NAN);
     }
     if (rows_rate < op->cost.cap_rate) {
-        note_row_knots(c, table, region_bytes, piece);
-        if (kept != table && evicted < 1) note_row_knots(c, kept, region_bytes, piece);
+        if (e > 0) note_row_knots(c, table, region_bytes, piece);
+        if (e < 1) note_row_knots(c, kept, region_bytes, piece);
         calib_note(c->cal, cost_row_names[COST_ROWS_ANY][0], piece);   /* the warm rows' rate */
         if (isfinite(tlb) && table != COST_ROWS_HEADS_NEW) {
             calib_note(c->cal, "gather_warm_rows", tlb);
@@ -294,7 +295,7 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     op->cost.work = bytes;
     op->cost.cap_rate = 0;
     if (sm_form(form)) {
-        sm_transfer(c, p, form, bytes, pieces, region_bytes, at, at == COST_GATHER_AFTER ? 1.0 : 0.0, op);
+        sm_transfer(c, p, form, bytes, pieces, region_bytes, at, 1.0, op);
         return;
     }
     op->exec = h2d ? PLAN_EXEC_COPY_H2D : PLAN_EXEC_COPY_D2H;
