@@ -197,27 +197,12 @@ static int add_repeat(cmp_t *cmp, const char *group, const kbset_t *set, size_t 
     return cmp_add(cmp, group, r, &p, NULL, NULL, NULL, e);
 }
 
-/* |other - measured| as % of measured, NAN where either is missing. */
-static double diff_pct(double other, double measured)
-{
-    return other >= 0 && measured > 0 ? 100 * fabs(other - measured) / measured : NAN;
-}
-
-/* The last case added (row i of set) gets its run-to-run floor from the other runs (--floor): per
- * metric the largest |difference| of their measurements of the same case. */
+/* The last case added (row i of set) gets its run-to-run floor from the other runs (--floor). */
 static int add_floor(cmp_t *cmp, const kbset_t *set, size_t i, kbset_t *const *floors, int n_floors, err_t *e)
 {
-    const kbrow_t *r = kbset_row(set, i);
-    double f[3] = {NAN, NAN, NAN};
-    for (int k = 0; k < n_floors; k++) {
-        const kbrow_t *o = kbset_match(floors[k], set, i);
-        if (!o) continue;
-        double d[3] = {diff_pct(o->t_med_us, r->t_med_us), diff_pct(o->t_p99_us, r->t_p99_us),
-                       r->op == OPKIND_SESSION_STEP ? diff_pct(o->per_s, r->per_s) : NAN};
-        for (int j = 0; j < 3; j++)
-            if (!isnan(d[j]) && !(d[j] <= f[j])) f[j] = d[j];
-    }
-    return cmp_set_floor(cmp, cmp_n_cases(cmp) - 1, f[0], f[1], f[2], e);
+    const kbrow_t *others[VAL_MAX_FLOORS];
+    for (int k = 0; k < n_floors; k++) others[k] = kbset_match(floors[k], set, i);
+    return cmp_set_floor(cmp, cmp_n_cases(cmp) - 1, others, (size_t)n_floors, e);
 }
 
 /* Row i of set predicted through the study assembly and compared. */

@@ -183,13 +183,25 @@ int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *p
     return summarise(c, e);
 }
 
-int cmp_set_floor(cmp_t *c, size_t i, double p50_pct, double p99_pct, double tput_pct, err_t *e)
+/* The larger of floor and |other - meas| % where the metric is compared (err not NAN). */
+static double widen(double floor, double err, double other, double meas)
+{
+    double d = isnan(err) ? NAN : fabs(err_pct(other, meas));
+    return isnan(d) || d <= floor ? floor : d;
+}
+
+int cmp_set_floor(cmp_t *c, size_t i, const kbrow_t *const *others, size_t n, err_t *e)
 {
     if (i >= c->n) return err_set(e, ERR_INVAL, "compare: no case %zu", i);
     cmp_case_t *cs = &c->cases[i].pub;
-    cs->floor_p50_pct = p50_pct;
-    cs->floor_p99_pct = p99_pct;
-    cs->floor_tput_pct = tput_pct;
+    cs->floor_p50_pct = cs->floor_p99_pct = cs->floor_tput_pct = NAN;
+    for (size_t k = 0; k < n; k++) {
+        const kbrow_t *o = others[k];
+        if (!o) continue;
+        cs->floor_p50_pct = widen(cs->floor_p50_pct, cs->err_p50_pct, o->t_med_us, cs->meas_p50_us);
+        cs->floor_p99_pct = widen(cs->floor_p99_pct, cs->err_p99_pct, o->t_p99_us, cs->meas_p99_us);
+        cs->floor_tput_pct = widen(cs->floor_tput_pct, cs->err_tput_pct, o->per_s, cs->meas_tput_per_s);
+    }
     return summarise(c, e);
 }
 

@@ -54,10 +54,11 @@ void cmp_free(cmp_t *c);
 int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *pred, const char *error,
             const char *flags, const char *scenario, err_t *e);
 
-/* Sets case i's run-to-run floor (% per metric, NAN where no other run measured it) and updates the
- * summaries: a compared value whose |error| exceeds its floor counts in its group's n_beyond.
- * Errors: ERR_INVAL (no case i), ERR_NOMEM. */
-int cmp_set_floor(cmp_t *c, size_t i, double p50_pct, double p99_pct, double tput_pct, err_t *e);
+/* Sets case i's run-to-run floor from other runs' measurements of the same case (others[0..n), NULL
+ * entries skipped; only read during the call): per compared metric the largest |difference| %, NAN
+ * where none measured it; then updates the summaries: a compared value whose |error| exceeds its
+ * floor counts in its group's n_beyond. Errors: ERR_INVAL (no case i), ERR_NOMEM. */
+int cmp_set_floor(cmp_t *c, size_t i, const kbrow_t *const *others, size_t n, err_t *e);
 
 size_t cmp_n_cases(const cmp_t *c);
 const cmp_case_t *cmp_case_at(const cmp_t *c, size_t i);

@@ -89,15 +89,20 @@ Test(compare, errors_beyond_their_run_to_run_floor)
     cr_assert_eq(cmp_add(c, "step", &d, NULL, "boom", NULL, "s", &e), 0);
     cr_assert_eq(cmp_group_at(c, 0)->n_floored, 0);
     cr_assert(isnan(cmp_case_at(c, 0)->floor_p50_pct));
-    /* a: p50 10 > 4 beyond, p99 5 < 6 within, tput not compared; b: p50 3 > 2 beyond, p99 0 = 0 within,
-     * tput 20 > NAN: no floor */
-    cr_assert_eq(cmp_set_floor(c, 0, 4, 6, 1, &e), 0);
-    cr_assert_eq(cmp_set_floor(c, 1, 2, 0, NAN, &e), 0);
-    cr_assert_eq(cmp_set_floor(c, 2, 1, 1, 1, &e), 0);
+    /* other runs: a's p50 96 or 104 (floor 4), p99 188 (6), per_s measured but tput not compared; b's
+     * p50 102 (2), p99 100 (0), no per_s (no tput floor); the failed case's take no part */
+    kbrow_t oa1 = mk(96, 200, 5), oa2 = mk(104, 188, 5), ob = mk(102, 100, NAN), od = mk(10, 10, NAN);
+    const kbrow_t *for_a[3] = {&oa1, NULL, &oa2}, *for_b[1] = {&ob}, *for_d[1] = {&od};
+    /* a: p50 10 > 4 beyond, p99 5 < 6 within; b: p50 3 > 2 beyond, p99 0 = 0 within, tput 20: no floor */
+    cr_assert_eq(cmp_set_floor(c, 0, for_a, 3, &e), 0);
+    cr_assert_eq(cmp_set_floor(c, 1, for_b, 1, &e), 0);
+    cr_assert_eq(cmp_set_floor(c, 2, for_d, 1, &e), 0);
+    cr_assert(isnan(cmp_case_at(c, 0)->floor_tput_pct), "a throughput not compared got a floor");
+    cr_assert(isnan(cmp_case_at(c, 1)->floor_tput_pct));
     const cmp_group_t *g = cmp_group_at(c, 0);
     cr_assert_eq(g->n_floored, 4);
     cr_assert_eq(g->n_beyond, 2);
     cr_assert_float_eq(cmp_case_at(c, 1)->floor_p50_pct, 2, 1e-12);
-    cr_assert_neq(cmp_set_floor(c, 3, 1, 1, 1, &e), 0, "a floor for a case that is not there");
+    cr_assert_neq(cmp_set_floor(c, 3, for_b, 1, &e), 0, "a floor for a case that is not there");
     cmp_free(c);
 }
