@@ -638,6 +638,37 @@ static void sec_dense_attn(ks_t *K, queries_t *Q)
     attn_combine_rows(K, Q);
 }
 
+/* A layer's four GEMMs (batch 1) right after a memset wrote W bytes to HBM, the L2 flushed before:
+ * the written lines wait dirty in the L2 until the weights' reads evict them, and their write-back
+ * shares HBM with those reads (a sparse step leaves its scores, winners and fetched index so before
+ * the O projection and MLP). W = 0 is the layer cold and clean. */
+static void sec_gemm_dirty(ks_t *K, kb_gemm_t *g)
+{
+    static const int mib[] = {0, 4, 8, 16, 24, 32, 40, 48, 64, 96, 128};
+    size_t wmax = (size_t)mib[sizeof mib / sizeof *mib - 1] << 20;
+    void *buf = dalloc(wmax);
+    double bytes = 0;
+    for (int w = KB_GEMM_QKV; w <= KB_GEMM_DOWN; w++)
+        bytes += kb_gemm_bytes(g, w, 1);
+    for (size_t i = 0; i < sizeof mib / sizeof *mib; i++) {
+        size_t wb = (size_t)mib[i] << 20;
+        int v = (int)i;
+        kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) { kb_gemm_layer(g, 1, s); }, 120, [&](cudaStream_t s) {
+            kb_l2_flush(s);
+            if (wb)
+                CK(cudaMemsetAsync(buf, v, wb, s));
+        });
+        kb_row_t r = kb_row("gemm", "layer_after_write");
+        r.batch = 1;
+        r.placement = "hbm";
+        r.region_bytes = (long long)wb;
+        r.bytes_moved = bytes;
+        r.ref_gbps = kb_ceil.hbm_gbps;
+        put(K, &r, st, 0);
+    }
+    CK(cudaFree(buf));
+}
+
 static void sec_gemm(ks_t *K)
 {
     const kb_model_t *m = kb_model(K->o->model);
@@ -654,6 +685,7 @@ static void sec_gemm(ks_t *K)
             r.ref_gbps = kb_ceil.hbm_gbps;
             put(K, &r, st, kb_gemm_flops(g, w, b));
         }
+    sec_gemm_dirty(K, g);
     kb_gemm_free(g);
 }
 
