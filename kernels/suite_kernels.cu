@@ -641,7 +641,11 @@ static void sec_dense_attn(ks_t *K, queries_t *Q)
 /* A layer's four GEMMs (batch 1) right after a memset wrote W bytes to HBM, the L2 flushed before:
  * the written lines wait dirty in the L2 until the weights' reads evict them, and their write-back
  * shares HBM with those reads (a sparse step leaves its scores, winners and fetched index so before
- * the O projection and MLP). W = 0 is the layer cold and clean. */
+ * the O projection and MLP). W = 0 is the layer cold and clean. A 100 us spin (no memory traffic)
+ * between the flush and the memset keeps the GPU busy while the host enqueues the four cuBLAS
+ * calls, as inside a step, and the memset still ends right before them: without it the window
+ * caught the host's enqueue after the flush (full runs: 118-121 us at W <= 8 MiB, out of order,
+ * where a quick run had 111-114). */
 static void sec_gemm_dirty(ks_t *K, kb_gemm_t *g)
 {
     static const int mib[] = {0, 4, 8, 16, 24, 32, 40, 48, 64, 96, 128};
@@ -655,6 +659,7 @@ static void sec_gemm_dirty(ks_t *K, kb_gemm_t *g)
         int v = (int)i;
         kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) { kb_gemm_layer(g, 1, s); }, 120, [&](cudaStream_t s) {
             kb_l2_flush(s);
+            kb_spin(100, s);
             if (wb)
                 CK(cudaMemsetAsync(buf, v, wb, s));
         });
