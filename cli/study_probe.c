@@ -96,8 +96,9 @@ static bool after_copy(const plan_t *p, uint32_t i)
 }
 
 /* The ops of the probe's kind from the method's plan of one layer at the probe's context, one after
- * another (kbench times a layer's stage as a whole: its GEMMs are QKV, then O and the MLP; its
- * attn_tail stage runs the tail's partial and then the combine of all partials). */
+ * another (kbench times a layer's stage as a whole: its GEMMs are QKV, then O and the MLP, and write
+ * back the dirty lines the attention left in the L2; its attn_tail stage runs the tail's partial and
+ * then the combine of all partials). */
 static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = provider_build(pp->inner, sim, gpu, req, &pp->tmp, e);
@@ -105,7 +106,8 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
     for (uint32_t i = 0; i < pp->tmp.n_ops && !rc; i++) {
         plan_op_t op = pp->tmp.ops[i];
         bool combine = pp->pb.stage && pp->kind == OPKIND_ATTN_TAIL && op.kind == OPKIND_ATTN_COMBINE;
-        if (op.kind != pp->kind && !combine) continue;
+        bool writeback = pp->pb.stage && pp->kind == OPKIND_GEMM && op.kind == OPKIND_L2_WRITEBACK;
+        if (op.kind != pp->kind && !combine && !writeback) continue;
         if (pp->pb.zero_copy && combine)   /* host reads leave the L2 alone: the partials are still there */
             cost_attn_combine(&pp->cost, op.pieces, true, &op);
         else if (pp->pb.zero_copy && op.kind != OPKIND_ATTN_TAIL)

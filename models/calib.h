@@ -60,6 +60,9 @@
  *                         wait, and the GPU's idle time when it passes to another context
  *   jitter_us, jitter_rel  run.jitter: an op's p99 exceeds its median by jitter_us + jitter_rel·t
  *   topk_passes           times top-k reads its scores from HBM (configuration)
+ *   l2_dirty_frac, l2_writeback_eff  the lines a layer's kernels write stay dirty in the L2 up to
+ *                         l2_dirty_frac·l2_bytes (cost_l2_pass); the GEMM after them writes them back
+ *                         at l2_writeback_eff·hbm_GBps (cost_l2_writeback)
  *   sample_us             sampling per step */
 #ifndef ODSIM_MODELS_CALIB_H
 #define ODSIM_MODELS_CALIB_H

@@ -96,7 +96,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
         F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
         F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
-        F("attn_dense_block_us", attn_dense_block_s, 1e-6),
+        F("attn_dense_block_us", attn_dense_block_s, 1e-6), F("l2_dirty_frac", l2_dirty_bytes, 1),
+        F("l2_writeback_eff", l2_writeback_Bps, 1),
 #undef F
     };
     memset(c, 0, sizeof *c);
@@ -107,6 +108,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         if (rc) return rc;
         *(double *)((char *)c + map[i].off) = v * map[i].scale;
     }
+    c->l2_dirty_bytes *= c->l2_bytes;     /* both declared as fractions: they scale with the GPU */
+    c->l2_writeback_Bps *= c->hbm_Bps;
     for (int t = 0; t < COST_ROW_TABLES; t++)
         for (int k = 0; k < COST_ROW_KNOTS; k++) {
             int rc = calib_get(cal, cost_row_names[t][k], &c->gather_rows_ps[t][k], e);
@@ -390,6 +393,26 @@ void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_
     calib_note(c->cal, "attn_sparse_l2_mem_eff", NAN);
     calib_note(c->cal, "l2_bytes", bytes);
     calib_note(c->cal, "launch_us", NAN);
+}
+
+void cost_l2_pass(const cost_t *c, cost_l2_t *l2, double read_bytes, double written_bytes)
+{
+    double L = c->l2_bytes, T = fmax(read_bytes, 0) + fmax(written_bytes, 0);
+    if (!(L > 0) || !(T > 0)) return;
+    double kept = l2->dirty_bytes * fmax(0, 1 - T / L) + fmax(written_bytes, 0) * fmin(1, L / T);
+    l2->dirty_bytes = fmin(kept, c->l2_dirty_bytes);
+}
+
+void cost_l2_writeback(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op)
+{
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 1;
+    op->uses[0] = (plan_use_t){p->hbm, c->hbm_Bps / c->l2_writeback_Bps};
+    op->cost = (plan_cost_t){.work = bytes, .cap_rate = c->l2_writeback_Bps};
+    op->weight = 1.0;
+    op->launch_ps = 0;
+    calib_note(c->cal, "l2_dirty_frac", bytes);
+    calib_note(c->cal, "l2_writeback_eff", NAN);
 }
 
 double cost_attn_splits(const cost_t *c, double rows_per_head, double heads)

@@ -107,6 +107,8 @@ typedef struct cost {
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
     double jitter_host_s, jitter_host_rel; /* the same for ops moving host bytes */
     double topk_elem_s, topk_elem_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
+    double l2_dirty_bytes;             /* written lines the L2 holds dirty: l2_dirty_frac·l2_bytes */
+    double l2_writeback_Bps;           /* their write-back under the next GEMM: l2_writeback_eff·hbm */
 } cost_t;
 
 /* Reads every parameter the forms use from cal. Errors: ERR_NOTFOUND naming a missing one. */
@@ -197,6 +199,23 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes,
  * of the HBM bandwidth as the op's own rate, HBM itself untouched. Concurrent sessions' traffic
  * between the fetch and the attention, which could evict the winners, is not modelled. */
 void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op);
+
+/* The dirty lines a layer's kernels leave in the L2 (kbench's gemm layer_after_write rows: a memset
+ * of W bytes makes the next GEMMs min(W, l2_dirty_bytes)/l2_writeback slower). The L2 is taken as
+ * keeping the latest l2_bytes of the traffic through it, least recently used out first, reads and
+ * writes interleaved through each kernel, and at most l2_dirty_bytes of it dirty: a kernel that
+ * misses on `read_bytes` and writes `written_bytes` keeps the dirty bytes before it in proportion
+ * max(0, 1 − T/L) and leaves its own written bytes dirty in proportion min(1, L/T) (T = read +
+ * written, L = l2_bytes). Reads that hit (data just written and still held) pass no traffic. */
+typedef struct cost_l2 {
+    double dirty_bytes;
+} cost_l2_t;
+void cost_l2_pass(const cost_t *c, cost_l2_t *l2, double read_bytes, double written_bytes);
+
+/* The write-back of `bytes` dirty lines that the next GEMM's weight reads evict: bytes over HBM at
+ * l2_writeback_eff·hbm (the time it adds: it hides in part under the weight reads, so the rate may
+ * pass hbm_GBps), no latency and no launch of its own (it runs inside the GEMM). */
+void cost_l2_writeback(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op);
 
 /* The split-K partials of attention over rows_per_head rows of each of `heads` heads, as flash
  * decoding (and kbench) picks them: about attn_split_blocks_per_sm blocks per SM over all heads, at

@@ -162,6 +162,8 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("jitter_host_us", "us", "run.jitter: as jitter_us, for ops moving host bytes (copies and gathers over the host link)"),
     NONNEG("jitter_host_rel", "", "run.jitter: see jitter_host_us"),
     POS("topk_passes", "", "times a top-k kernel reads its scores from HBM"),
+    NONNEG("l2_dirty_frac", "", "share of l2_bytes that a layer's writes can leave dirty for the next GEMM to write back (the L2 keeps the latest of its traffic)"),
+    POS("l2_writeback_eff", "", "bytes of that write-back per second of time it adds to the GEMM, as a fraction of hbm_GBps (above 1 where it hides in part under the weight reads)"),
     NONNEG("sample_us", "us", "sampling time per step"),
 };
 

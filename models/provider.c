@@ -231,6 +231,42 @@ static int add_gemm(builder_t *b, int which, int layer, int phase, uint32_t toke
     return add(b, &op, deps, n_deps, id);
 }
 
+/* The dirty bytes a layer's attention leaves in the L2 for its O projection to write back:
+ * cost_l2_pass over its kernels in plan order. Data a kernel has just written is read back from the
+ * L2 where it fits (the index the layer fetched itself, the scores, the winners, copied K/V). */
+static double layer_dirty_bytes(const builder_t *b, const method_layer_t *ly, bool exact, bool fetched_here)
+{
+    const cost_t *c = &b->p->cost;
+    double C = c->l2_bytes;
+    cost_l2_t l2 = {0};
+    cost_l2_pass(c, &l2, ly->tail_hbm_bytes, 0);
+    if (exact) {
+        cost_l2_pass(c, &l2, 0, ly->kv_host_bytes);
+        cost_l2_pass(c, &l2, ly->kv_host_bytes <= C ? ly->attn_hbm_bytes - ly->kv_host_bytes : ly->attn_hbm_bytes, 0);
+        return l2.dirty_bytes;
+    }
+    double fetched = fetched_here ? ly->index_host_bytes : 0, scores = 4.0 * ly->scores;
+    cost_l2_pass(c, &l2, 0, fetched);
+    cost_l2_pass(c, &l2, ly->index_hbm_bytes + ly->index_host_bytes - (fetched <= C ? fetched : 0), scores);
+    cost_l2_pass(c, &l2, scores <= C ? 0 : scores, 0);                                   /* top-k */
+    bool in_place = !(ly->winner_host_bytes > 0);   /* K/V in HBM: the winners gathered there */
+    double win = in_place ? (ly->winner_rows > 0 ? ly->attn_hbm_bytes : 0) : ly->winner_host_bytes;
+    cost_l2_pass(c, &l2, in_place ? win : 0, win);
+    cost_l2_pass(c, &l2, win <= C ? 0 : ly->attn_hbm_bytes, 0);                           /* attention */
+    return l2.dirty_bytes;
+}
+
+/* The write-back of the layer's dirty L2 lines, between its attention (after `*dep`) and the O
+ * projection, whose weight reads evict them; *dep becomes it. */
+static int add_writeback(builder_t *b, int layer, double bytes, uint32_t *dep)
+{
+    if (!(bytes > 0)) return ERR_OK;
+    plan_op_t op = op_new(OPKIND_L2_WRITEBACK, layer, STREAM_COMPUTE);
+    cost_l2_writeback(&b->p->cost, &b->p->paths, bytes, &op);
+    op.bytes_hbm = bytes;
+    return add(b, &op, dep, 1, dep);
+}
+
 static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
 {
     if (p->paths_sim == sim && p->paths_gpu == gpu) return ERR_OK;
@@ -355,6 +391,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
             if (!rc)
                 rc = add_transfer(&b, OPKIND_FLUSH, l, COST_CE, false, ly.flush_bytes, ly.flush_pieces, 0, &q, 1, &fl);
         }
+        /* the index this layer fetched for itself is still in the L2 (not one prefetched layers
+         * ahead, whose GEMMs came between) */
+        bool fetched_here = query_dependent || depth == 0;
+        if (!rc) rc = add_writeback(&b, l, layer_dirty_bytes(&b, &ly, exact, fetched_here), &attn);
         if (!rc) rc = add_gemm(&b, GEMM_OMLP, l, req->phase, nt, &attn, 1, &prev);
     }
     free(consumer);

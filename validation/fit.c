@@ -1755,6 +1755,93 @@ static double gemm_flops(const kbrow_t *r)
     return NAN;
 }
 
+/* kbench's layer GEMMs timed after a memset left region_bytes dirty in the L2 (fit_l2_writeback). */
+static bool after_write(const kbrow_t *r) { return is_op(r, OPKIND_GEMM) && !strcmp(r->variant, "layer_after_write"); }
+
+/* χ² of t = a + s·min(W, C), WLS 1/t², at dirty cap C; the line's fit in *lf. */
+static int l2_line(const sel_t *s, double C, double *X, double *y, double *w, lsq_fit_t *lf, err_t *e)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        X[2 * i] = 1;
+        X[2 * i + 1] = fmin(s->v[i]->region_bytes, C);
+        y[i] = s->v[i]->t_med_us * 1e-6;
+        w[i] = 1 / (y[i] * y[i]);
+    }
+    return lsq_wlinear("gemm after a write: t = a + s*min(W, C)", X, y, w, s->n, 2, lf, e);
+}
+
+/* The L2's dirty lines written back under the GEMMs after them (kbench's gemm layer_after_write rows:
+ * a layer's GEMMs right after a memset of W bytes): t = a + min(W, C)/wb, the line WLS 1/t² at each
+ * cap C on a grid over the rows' range, C where χ² is least; its standard error the half width of
+ * the interval where χ² stays within χ²/(n−3) of that least (Δχ² = 1 on the residual variance). The
+ * profile keeps C as a share of l2_bytes and wb as one of hbm_GBps (l2_dirty_frac,
+ * l2_writeback_eff), so presets of other GPUs scale them. */
+static int fit_l2_writeback(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    sel_t s = {0};
+    double wlo = INFINITY, whi = 0, wpos = INFINITY;
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (!after_write(r) || !alone(r) || !(r->region_bytes >= 0)) continue;
+        if (sel_add(&s, r)) return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+        wlo = fmin(wlo, r->region_bytes);
+        whi = fmax(whi, r->region_bytes);
+        if (r->region_bytes > 0) wpos = fmin(wpos, r->region_bytes);
+    }
+    if (s.n < 4 || !(whi > wpos)) {
+        note(f, "l2_dirty_frac, l2_writeback_eff: not determined (fewer than 4 gemm layer_after_write rows over 2 sizes)");
+        return free(s.v), ERR_OK;
+    }
+    double l2, hbm;
+    int rc = calib_get(seed, "l2_bytes", &l2, e);
+    if (!rc) rc = calib_get(seed, "hbm_GBps", &hbm, e);
+    enum { GRID = 512 };
+    double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
+    double chi[GRID + 1], cap[GRID + 1];
+    if (!rc && (!X || !y || !w)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    size_t best = 0;
+    lsq_fit_t lf;
+    for (size_t g = 0; !rc && g <= GRID; g++) {
+        cap[g] = wpos * pow(whi / wpos, (double)g / GRID);   /* log-spaced: sizes a doubling apart */
+        rc = l2_line(&s, cap[g], X, y, w, &lf, e);
+        chi[g] = lf.chi2;
+        if (!rc && chi[g] < chi[best]) best = g;
+    }
+    if (!rc && (best == GRID || best == 0)) {
+        note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the rows' times %s with W over all %zu rows: no cap inside them)",
+             best == GRID ? "keep rising" : "stay flat", s.n);
+    } else if (!rc) {
+        rc = l2_line(&s, cap[best], X, y, w, &lf, e);
+        double tol = chi[best] * (1 + 1.0 / (double)(s.n - 3)), clo = cap[best], chi_ = cap[best];
+        for (size_t g = 0; g <= GRID; g++)
+            if (chi[g] <= tol) clo = fmin(clo, cap[g]), chi_ = fmax(chi_, cap[g]);
+        double slope = lf.coef[1], wb = 1 / slope;                 /* s per byte → B/s */
+        if (!rc && !(slope > 0)) {
+            note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the time falls with W)");
+        } else if (!rc) {
+            put(f, "l2_dirty_frac", cap[best] / l2, (chi_ - clo) / 2 / l2, wlo, whi, s.v, s.n,
+                "gemm layer after a memset of W bytes: t = a + min(W, C)/wb, WLS 1/t2, C on a grid (least chi2; se: half the interval "
+                "within chi2/(n-3) of it), over l2_bytes");
+            put(f, "l2_writeback_eff", wb / (hbm * 1e9), wb / (hbm * 1e9) * lf.se[1] / slope, wlo, whi, s.v, s.n,
+                "gemm layer after a memset of W bytes: t = a + min(W, C)/wb, WLS 1/t2 at the fitted C, wb over hbm_GBps");
+            double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
+            if (!pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+            for (size_t i = 0; !rc && i < s.n; i++) {
+                meas[i] = s.v[i]->t_med_us;
+                pred[i] = (lf.coef[0] + slope * fmin(s.v[i]->region_bytes, cap[best])) * 1e6;
+            }
+            if (!rc) resid(f, "gemm_after_write", pred, meas, s.n);
+            free(pred);
+            free(meas);
+        }
+    }
+    free(X);
+    free(y);
+    free(w);
+    free(s.v);
+    return rc;
+}
+
 static int fit_gemm(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     double hbm, peak, lat;
@@ -1766,7 +1853,7 @@ static int fit_gemm(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
         if ((is_op(r, OPKIND_GEMM) || is_op(r, OPKIND_LM_HEAD)) && alone(r) && r->bytes_moved > 0 &&
-            r->t_med_us > lat)
+            r->t_med_us > lat && !after_write(r))
             rc = sel_add(&s, r);
     }
     if (rc) return err_set(e, ERR_NOMEM, "fit: out of memory");
@@ -2147,6 +2234,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_sharing(f, &rows, seed, e);
     if (!rc) rc = fit_kernels(f, &rows, seed, e);
     if (!rc) rc = fit_gemm(f, &rows, seed, e);
+    if (!rc) rc = fit_l2_writeback(f, &rows, seed, e);
     if (!rc) rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "host_enqueue", "launch_us", e);
     if (!rc && has_variant(&rows, OPKIND_LAUNCH, "copy_enqueue"))
         rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "copy_enqueue", "copy_launch_us", e);

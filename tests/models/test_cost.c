@@ -93,7 +93,8 @@ static bool depends_on(const plan_t *p, uint32_t op, int kind)
 /* Fathom at 32K with a 1024-token window: per layer one combine after both partials, of 2048/64 = 32
  * partials over the winners and ceil(1025/64) = 17 over the window and the new token, reading them
  * from L2 (8 MiB of winners); dense at 32K streams 124 MiB per layer through the L2, so its combine of
- * 264 + 17 partials is cold. The O/MLP GEMM waits for the combine. */
+ * 264 + 17 partials is cold. The O/MLP GEMM waits for the combine (Fathom's through the write-back of
+ * its dirty L2 lines; dense leaves none). */
 Test(cost, combine_merges_both_partials_after_them)
 {
     tmachine_t t;
@@ -119,6 +120,8 @@ Test(cost, combine_merges_both_partials_after_them)
                 cr_expect(depends_on(&plan, i, OPKIND_ATTN_TAIL), "%s", cases[c].yaml);
                 cr_expect(depends_on(&plan, i, c ? OPKIND_ATTN_DENSE : OPKIND_ATTN_SPARSE), "%s", cases[c].yaml);
             }
+            /* Fathom's O/MLP waits on the write-back of the L2's dirty lines, which waits on the combine */
+            if (o->kind == OPKIND_L2_WRITEBACK && depends_on(&plan, i, OPKIND_ATTN_COMBINE)) combines += 100;
             if (o->kind == OPKIND_GEMM && depends_on(&plan, i, OPKIND_ATTN_COMBINE)) combines += 100;
         }
         cr_expect_eq(combines, 36 * 101, "%s: %d", cases[c].yaml, combines);
@@ -561,8 +564,9 @@ Test(cost, a_hidden_first_launch_is_only_the_first)
         cr_assert_gt(plan.n_ops, 2);
         cr_expect_eq(plan.ops[0].launch_ps == 0, hidden, "first op's launch %lld ps, hidden %d",
                      (long long)plan.ops[0].launch_ps, hidden);
-        for (uint32_t i = 1; i < plan.n_ops; i++)
-            if (plan.ops[i].exec == PLAN_EXEC_GPU) cr_expect_gt(plan.ops[i].launch_ps, 0, "op %u", i);
+        for (uint32_t i = 1; i < plan.n_ops; i++)   /* the L2's write-back runs inside the GEMM */
+            if (plan.ops[i].exec == PLAN_EXEC_GPU && plan.ops[i].kind != OPKIND_L2_WRITEBACK)
+                cr_expect_gt(plan.ops[i].launch_ps, 0, "op %u", i);
         plan_free(&plan);
         provider_free(p);
     }
@@ -683,5 +687,80 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     cr_expect_eq(fetches, 36);
     plan_free(&plan);
     provider_free(p);
+    th_machine_free(&t);
+}
+
+/* The L2's dirty lines (cost_l2_pass), H200: L = 60 MiB of traffic kept, at most C = 0.5·60 = 30 MiB
+ * dirty. Written 8 MiB: 8 dirty. Then 15 MiB read: 8·(1 − 15/60) = 6. Then 60 more read: none. 40
+ * written at once: min(40, 30) = 30. 30 written while 90 read (T = 120): 30·60/120 = 15. 20 written
+ * after 10 dirty with nothing read: 10·(1 − 20/60) + 20 = 26.67. */
+Test(cost, dirty_l2_lines_kept_and_evicted)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "l2_dirty_frac", 0.5);
+    cost_t c;
+    err_t e;
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    const double M = 1048576;
+    cr_assert_float_eq(c.l2_bytes, 60 * M, 1);
+    cost_l2_t l2 = {0};
+    cost_l2_pass(&c, &l2, 0, 8 * M);
+    cr_expect_float_eq(l2.dirty_bytes, 8 * M, 1);
+    cost_l2_pass(&c, &l2, 15 * M, 0);
+    cr_expect_float_eq(l2.dirty_bytes, 6 * M, 1);
+    cost_l2_pass(&c, &l2, 60 * M, 0);
+    cr_expect_float_eq(l2.dirty_bytes, 0, 1);
+    cost_l2_pass(&c, &l2, 0, 40 * M);
+    cr_expect_float_eq(l2.dirty_bytes, 30 * M, 1);
+    l2.dirty_bytes = 0;
+    cost_l2_pass(&c, &l2, 90 * M, 30 * M);
+    cr_expect_float_eq(l2.dirty_bytes, 15 * M, 1);
+    l2.dirty_bytes = 10 * M;
+    cost_l2_pass(&c, &l2, 0, 20 * M);
+    cr_expect_float_eq(l2.dirty_bytes, (10 * (1 - 20.0 / 60) + 20) * M, 1);
+    set(t.cal, "l2_dirty_frac", 0);   /* none kept dirty: nothing to write back */
+    cr_assert_eq(cost_init(&c, t.cal, &e), 0, "%s", e.msg);
+    l2.dirty_bytes = 0;
+    cost_l2_pass(&c, &l2, 0, 8 * M);
+    cr_expect_float_eq(l2.dirty_bytes, 0, 0);
+    th_machine_free(&t);
+}
+
+/* Per layer the write-back of what the attention left dirty, before the O/MLP GEMM, over HBM at
+ * l2_writeback_eff·hbm with no latency or launch. Pertoken (136 bits, index in HBM) at 32K, k = 2048,
+ * no window, C = 30 MiB: the scan reads 8·32768·17 B = 4.25 MiB and writes 8·32768·4 B = 1 MiB of
+ * scores (T < L: 1 MiB dirty); top-k reads them from the L2; the winner fetch writes 2048·8·512 B =
+ * 8 MiB: 1·(1 − 8/60) + 8 = 8.867 MiB, read back from the L2 by the attention. Dense over host K/V
+ * at 32K streams 128 MiB through the L2: none dirty, no write-back. */
+Test(cost, layer_writes_back_its_dirty_l2_lines)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "l2_dirty_frac", 0.5);
+    set(t.cal, "l2_writeback_eff", 0.75);
+    double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9, M = 1048576;
+    for (int dense = 0; dense < 2; dense++) {
+        plan_t plan;
+        provider_t *p = build(&t, dense ? "method: dense" : "method: pertoken\nbudget: 136\nk: 2048\nplacement: hbm", 32768, &plan);
+        int seen = 0;
+        for (uint32_t i = 0; i < plan.n_ops; i++) {
+            const plan_op_t *o = &plan.ops[i];
+            if (o->kind == OPKIND_GEMM && depends_on(&plan, i, OPKIND_L2_WRITEBACK)) seen += 100;
+            if (o->kind != OPKIND_L2_WRITEBACK) continue;
+            seen++;
+            double expect = (1 * (1 - 8.0 / 60) + 8) * M;
+            cr_expect(fabs(o->cost.work - expect) < 1, "%g B, expected %g", o->cost.work, expect);
+            sim_ps_t alone;
+            err_t e;
+            cr_assert_eq(plan_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
+            cr_expect(fabs((double)alone * 1e-12 - expect / (0.75 * hbm_Bps)) < 1e-11, "%g s", (double)alone * 1e-12);
+            cr_expect_eq(o->launch_ps, 0);
+            cr_expect(depends_on(&plan, i, OPKIND_ATTN_COMBINE));
+        }
+        cr_expect_eq(seen, dense ? 0 : 36 * 101, "%s: %d", dense ? "dense" : "pertoken", seen);
+        plan_free(&plan);
+        provider_free(p);
+    }
     th_machine_free(&t);
 }

@@ -30,7 +30,7 @@ void synth_default(synth_truth_t *t)
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
                          .ce2d_page_row_ns = 9, .timeslice_us = 2000, .ctx_switch_us = 150, .gather_warm_rows = 37000,
-                         .prefix_latency_us = 10, .prefix_eff = 0.86};
+                         .prefix_latency_us = 10, .prefix_eff = 0.86, .l2_dirty_MiB = 30, .l2_writeback_GBps = 3600};
 }
 
 typedef struct out {
@@ -341,6 +341,11 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 t->gemm_latency_us + fmax(b / (t->hbm_GBps * 1e3 * t->gemm_mem_eff), o.flops / peak * 1e6), -1, "", 1, -1);
             o.flops = 0;
         }
+    /* A layer's GEMMs after a memset of W bytes (kbench's sizes): 110 us + min(W, dirty)/writeback. */
+    static const double wmib[] = {0, 4, 8, 16, 24, 32, 40, 48, 64, 96, 128};
+    for (size_t i = 0; i < sizeof wmib / sizeof *wmib; i++)
+        row(&o, "kernels", "gemm", "layer_after_write", -1, 1, -1, wmib[i] * MIB, -1, -1, "alone", 386e6,
+            110 + fmin(wmib[i], t->l2_dirty_MiB) * MIB / (t->l2_writeback_GBps * 1e3), -1, "", 1, -1);
     /* Index fetches as 2D copies a chunk apart: 281 copies (one per head and active channel), a row
      * per 1024-token chunk each, chained back to back, ce2d_copy_us each after the first. */
     for (double n = 4096; n <= 262144; n *= 4) {

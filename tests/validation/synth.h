@@ -11,6 +11,7 @@ typedef struct synth_truth {
     double hbm_GBps;
     double ce_b2b_gap_us, ce2d_page_row_ns, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;
     double timeslice_us, ctx_switch_us, gather_warm_rows, prefix_latency_us, prefix_eff;
+    double l2_dirty_MiB, l2_writeback_GBps;   /* a layer's GEMMs after a memset: + min(W, dirty)/writeback */
 } synth_truth_t;
 
 /* The DESIGN.md H200 numbers. */

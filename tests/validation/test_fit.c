@@ -70,7 +70,10 @@ static void near(const fit_t *f, const char *name, double truth, double rel_floo
     double tol = 3 * p->stderr_v + rel_floor * fabs(truth);
     cr_assert(fabs(p->value - truth) <= tol, "%s = %.6g +- %.3g, truth %.6g (tolerance %.3g)", name, p->value,
               p->stderr_v, truth, tol);
-    cr_assert(p->stderr_v < 0.05 * fabs(truth) + 1e-12 || !strcmp(name, "ce2d_row_ns"),
+    /* the L2's write-back: at most 9 us on a 110 us layer (timing noise 0.5% of all of it), its cap a
+     * breakpoint between sizes 8 MiB apart */
+    double informative = !strncmp(name, "l2_", 3) ? 0.1 : 0.05;
+    cr_assert(p->stderr_v < informative * fabs(truth) + 1e-12 || !strcmp(name, "ce2d_row_ns"),
               "%s stderr %.3g is not informative", name, p->stderr_v);
     cr_assert(!strncmp(p->origin, "fitted: ", 8), "%s origin '%s'", name, p->origin);
 }
@@ -135,6 +138,9 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "gather_warm_rows", t.gather_warm_rows, 0.01);
     near(f, "prefix_gather_latency_us", t.prefix_latency_us, 0.01);
     near(f, "prefix_gather_eff", t.prefix_eff, 0.002);
+    /* C on a log grid of 512 steps over 4-128 MiB (0.7% apart), over the preset's 60 MiB L2 */
+    near(f, "l2_dirty_frac", t.l2_dirty_MiB / 60, 0.01);
+    near(f, "l2_writeback_eff", t.l2_writeback_GBps / t.hbm_GBps, 0.02);
     near(f, "jitter_rel", 0.08, 0.01);   /* synth writes every p99 at 1.08 times its median */
     near(f, "jitter_host_rel", 0.08, 0.01);
     cr_assert_float_eq(fit_find(f, "gather_blocks")->value, 528, 0);
@@ -286,4 +292,21 @@ Test(fit, hbm_kernels_stay_under_the_measured_ceiling)
     calib_free(seed);
     heldout_free(ho);
     kbset_free(set);
+}
+
+/* A write-back that keeps growing over all of kbench's sizes (cap past 128 MiB) shows no cap inside
+ * them: neither parameter is fitted (the presets stay), and the fit says why. */
+Test(fit, no_dirty_cap_inside_the_sizes_fits_nothing)
+{
+    synth_truth_t t;
+    synth_default(&t);
+    t.l2_dirty_MiB = 200;
+    fixture_t fx = {0};
+    fit_synthetic(&fx, &t, 0, 1);
+    cr_assert_null(fit_find(fx.fit, "l2_dirty_frac"));
+    cr_assert_null(fit_find(fx.fit, "l2_writeback_eff"));
+    bool said = false;
+    for (size_t i = 0; i < fit_n_notes(fx.fit); i++) said |= strstr(fit_note_at(fx.fit, i), "keep rising") != NULL;
+    cr_assert(said);
+    fixture_free(&fx);
 }
