@@ -110,6 +110,7 @@ int lsq_robust(const char *what, const double *X, const double *y, size_t n, siz
         ws_free(&ws);
         return err_set(e, ERR_NOMEM, "fit %s: out of memory", what);
     }
+    gsl_multifit_robust_maxiter(1000, rw);   /* GSL's 100 can stop IRLS short on heavy-tailed rows */
     int st = gsl_multifit_robust(ws.X, ws.y, ws.c, ws.cov, rw);
     gsl_multifit_robust_stats rs = gsl_multifit_robust_statistics(rw);
     gsl_multifit_robust_free(rw);
