@@ -18,6 +18,9 @@
 #ifndef KBENCH_COMMIT
 #define KBENCH_COMMIT "unknown"
 #endif
+#ifndef KBENCH_SOURCES
+#define KBENCH_SOURCES "unknown"
+#endif
 
 #define KB_KIB ((size_t)1 << 10)
 #define KB_MIB ((size_t)1 << 20)
