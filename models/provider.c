@@ -237,22 +237,22 @@ static int add_gemm(builder_t *b, int which, int layer, int phase, uint32_t toke
 static double layer_dirty_bytes(const builder_t *b, const method_layer_t *ly, bool exact, bool fetched_here)
 {
     const cost_t *c = &b->p->cost;
-    double C = c->l2_bytes;
+    double L = c->l2_bytes;
     cost_l2_t l2 = {0};
     cost_l2_pass(c, &l2, ly->tail_hbm_bytes, 0);
     if (exact) {
         cost_l2_pass(c, &l2, 0, ly->kv_host_bytes);
-        cost_l2_pass(c, &l2, ly->kv_host_bytes <= C ? ly->attn_hbm_bytes - ly->kv_host_bytes : ly->attn_hbm_bytes, 0);
+        cost_l2_pass(c, &l2, ly->kv_host_bytes <= L ? ly->attn_hbm_bytes - ly->kv_host_bytes : ly->attn_hbm_bytes, 0);
         return l2.dirty_bytes;
     }
     double fetched = fetched_here ? ly->index_host_bytes : 0, scores = 4.0 * ly->scores;
     cost_l2_pass(c, &l2, 0, fetched);
-    cost_l2_pass(c, &l2, ly->index_hbm_bytes + ly->index_host_bytes - (fetched <= C ? fetched : 0), scores);
-    cost_l2_pass(c, &l2, scores <= C ? 0 : scores, 0);                                   /* top-k */
+    cost_l2_pass(c, &l2, ly->index_hbm_bytes + ly->index_host_bytes - (fetched <= L ? fetched : 0), scores);
+    cost_l2_pass(c, &l2, scores <= L ? 0 : scores, 0);                                   /* top-k */
     bool in_place = !(ly->winner_host_bytes > 0);   /* K/V in HBM: the winners gathered there */
     double win = in_place ? (ly->winner_rows > 0 ? ly->attn_hbm_bytes : 0) : ly->winner_host_bytes;
     cost_l2_pass(c, &l2, in_place ? win : 0, win);
-    cost_l2_pass(c, &l2, win <= C ? 0 : ly->attn_hbm_bytes, 0);                           /* attention */
+    cost_l2_pass(c, &l2, win <= L ? 0 : ly->attn_hbm_bytes, 0);                           /* attention */
     return l2.dirty_bytes;
 }
 
