@@ -1755,25 +1755,37 @@ static double gemm_flops(const kbrow_t *r)
     return NAN;
 }
 
+static const double MIB = 1048576.0;
+
 /* kbench's layer GEMMs timed after a memset left region_bytes dirty in the L2 (fit_l2_writeback). */
 static bool after_write(const kbrow_t *r) { return is_op(r, OPKIND_GEMM) && !strcmp(r->variant, "layer_after_write"); }
 
-/* χ² of t = a + s·min(W, C), WLS 1/t², at dirty cap C; the line's fit in *lf. */
+/* χ² of t = a + s·min(W, C), WLS 1/t², at dirty cap C (MiB, times in us); the line's fit in *lf. */
 static int l2_line(const sel_t *s, double C, double *X, double *y, double *w, lsq_fit_t *lf, err_t *e)
 {
     for (size_t i = 0; i < s->n; i++) {
         X[2 * i] = 1;
-        X[2 * i + 1] = fmin(s->v[i]->region_bytes, C);
-        y[i] = s->v[i]->t_med_us * 1e-6;
+        X[2 * i + 1] = fmin(s->v[i]->region_bytes / MIB, C);
+        y[i] = s->v[i]->t_med_us;
         w[i] = 1 / (y[i] * y[i]);
     }
     return lsq_wlinear("gemm after a write: t = a + s*min(W, C)", X, y, w, s->n, 2, lf, e);
 }
 
+/* t_us = a + s·min(W, C) at row i (W and C in MiB) and its gradient in (a, s, C). */
+static double l2_model(const void *ctx, size_t i, const double *th, double *g)
+{
+    double W = ((const sel_t *)ctx)->v[i]->region_bytes / MIB;
+    g[0] = 1;
+    g[1] = fmin(W, th[2]);
+    g[2] = W > th[2] ? th[1] : 0;
+    return th[0] + th[1] * g[1];
+}
+
 /* The L2's dirty lines written back under the GEMMs after them (kbench's gemm layer_after_write rows:
- * a layer's GEMMs right after a memset of W bytes): t = a + min(W, C)/wb, the line WLS 1/t² at each
- * cap C on a grid over the rows' range, C where χ² is least; its standard error the half width of
- * the interval where χ² stays within χ²/(n−3) of that least (Δχ² = 1 on the residual variance). The
+ * a layer's GEMMs right after a memset of W bytes): t = a + min(W, C)/wb, WLS 1/t², nonlinear in the
+ * cap C: the line at each C of a log grid over the rows' sizes gives the start (least χ²), then
+ * gsl_multifit_nlinear fits a, 1/wb and C together, their standard errors from its covariance. The
  * profile keeps C as a share of l2_bytes and wb as one of hbm_GBps (l2_dirty_frac,
  * l2_writeback_eff), so presets of other GPUs scale them. */
 static int fit_l2_writeback(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
@@ -1797,42 +1809,38 @@ static int fit_l2_writeback(fit_t *f, const sel_t *rows, const calib_t *seed, er
     if (!rc) rc = calib_get(seed, "hbm_GBps", &hbm, e);
     enum { GRID = 512 };
     double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
-    double chi[GRID + 1], cap[GRID + 1];
     if (!rc && (!X || !y || !w)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     size_t best = 0;
+    double best_chi2 = INFINITY, cap = 0;
     lsq_fit_t lf;
     for (size_t g = 0; !rc && g <= GRID; g++) {
-        cap[g] = wpos * pow(whi / wpos, (double)g / GRID);   /* log-spaced: sizes a doubling apart */
-        rc = l2_line(&s, cap[g], X, y, w, &lf, e);
-        chi[g] = lf.chi2;
-        if (!rc && chi[g] < chi[best]) best = g;
+        double C = wpos / MIB * pow(whi / wpos, (double)g / GRID);   /* log-spaced: sizes a doubling apart */
+        rc = l2_line(&s, C, X, y, w, &lf, e);
+        if (!rc && lf.chi2 < best_chi2) best = g, best_chi2 = lf.chi2, cap = C;
     }
     if (!rc && (best == GRID || best == 0)) {
         note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the rows' times %s with W over all %zu rows: no cap inside them)",
              best == GRID ? "keep rising" : "stay flat", s.n);
     } else if (!rc) {
-        rc = l2_line(&s, cap[best], X, y, w, &lf, e);
-        double tol = chi[best] * (1 + 1.0 / (double)(s.n - 3)), clo = cap[best], chi_ = cap[best];
-        for (size_t g = 0; g <= GRID; g++)
-            if (chi[g] <= tol) clo = fmin(clo, cap[g]), chi_ = fmax(chi_, cap[g]);
-        double slope = lf.coef[1], wb = 1 / slope;                 /* s per byte → B/s */
-        if (!rc && !(slope > 0)) {
-            note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the time falls with W)");
+        rc = l2_line(&s, cap, X, y, w, &lf, e);
+        double th[3] = {lf.coef[0], lf.coef[1], cap};
+        if (!rc) rc = lsq_nlinear("gemm after a write: t = a + s*min(W, C)", l2_model, &s, y, w, s.n, 3, th, &lf, e);
+        double slope = rc ? 0 : lf.coef[1], C = rc ? 0 : lf.coef[2];   /* us per MiB; MiB */
+        if (!rc && !(slope > 0 && C > wpos / MIB && C < whi / MIB)) {
+            note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the fit left the rows' sizes or the time falls with W)");
         } else if (!rc) {
-            put(f, "l2_dirty_frac", cap[best] / l2, (chi_ - clo) / 2 / l2, wlo, whi, s.v, s.n,
-                "gemm layer after a memset of W bytes: t = a + min(W, C)/wb, WLS 1/t2, C on a grid (least chi2; se: half the interval "
-                "within chi2/(n-3) of it), over l2_bytes");
-            put(f, "l2_writeback_eff", wb / (hbm * 1e9), wb / (hbm * 1e9) * lf.se[1] / slope, wlo, whi, s.v, s.n,
-                "gemm layer after a memset of W bytes: t = a + min(W, C)/wb, WLS 1/t2 at the fitted C, wb over hbm_GBps");
-            double *pred = malloc(s.n * sizeof *pred), *meas = malloc(s.n * sizeof *meas);
-            if (!pred || !meas) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
-            for (size_t i = 0; !rc && i < s.n; i++) {
-                meas[i] = s.v[i]->t_med_us;
-                pred[i] = (lf.coef[0] + slope * fmin(s.v[i]->region_bytes, cap[best])) * 1e6;
-            }
-            if (!rc) resid(f, "gemm_after_write", pred, meas, s.n);
+            double eff = MIB / (slope * 1e-6) / (hbm * 1e9);
+            put(f, "l2_dirty_frac", C * MIB / l2, lf.se[2] * MIB / l2, wlo, whi, s.v, s.n,
+                "gemm layer after a memset of W bytes: t = a + min(W, C)/wb, WLS 1/t2, gsl_multifit_nlinear from the least-chi2 "
+                "cap of a grid; C over l2_bytes");
+            put(f, "l2_writeback_eff", eff, eff * lf.se[1] / slope, wlo, whi, s.v, s.n,
+                "gemm layer after a memset of W bytes: t = a + min(W, C)/wb, WLS 1/t2, gsl_multifit_nlinear; wb over hbm_GBps");
+            double *pred = malloc(s.n * sizeof *pred);
+            if (!pred) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+            double g[3];
+            for (size_t i = 0; !rc && i < s.n; i++) pred[i] = l2_model(&s, i, lf.coef, g);
+            if (!rc) resid(f, "gemm_after_write", pred, y, s.n);
             free(pred);
-            free(meas);
         }
     }
     free(X);

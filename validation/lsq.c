@@ -2,6 +2,7 @@
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
+#include <gsl/gsl_multifit_nlinear.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -155,5 +156,81 @@ int lsq_line_rel(const char *what, const double *x, const double *t, size_t n, l
     int rc = lsq_wlinear(what, X, t, w, n, 2, out, e);
     free(X);
     free(w);
+    return rc;
+}
+
+typedef struct nl_ctx {
+    lsq_model_fn model;
+    const void *ctx;
+    const double *y, *w;
+    size_t p;
+} nl_ctx_t;
+
+/* Residuals √w_i (m_i − y_i) and their Jacobian, for gsl_multifit_nlinear. */
+static int nl_f(const gsl_vector *theta, void *data, gsl_vector *f)
+{
+    const nl_ctx_t *c = data;
+    double g[LSQ_MAX_P];
+    for (size_t i = 0; i < f->size; i++)
+        gsl_vector_set(f, i, sqrt(c->w ? c->w[i] : 1.0) * (c->model(c->ctx, i, theta->data, g) - c->y[i]));
+    return GSL_SUCCESS;
+}
+
+static int nl_df(const gsl_vector *theta, void *data, gsl_matrix *J)
+{
+    const nl_ctx_t *c = data;
+    double g[LSQ_MAX_P];
+    for (size_t i = 0; i < J->size1; i++) {
+        c->model(c->ctx, i, theta->data, g);
+        for (size_t j = 0; j < c->p; j++) gsl_matrix_set(J, i, j, sqrt(c->w ? c->w[i] : 1.0) * g[j]);
+    }
+    return GSL_SUCCESS;
+}
+
+int lsq_nlinear(const char *what, lsq_model_fn model, const void *ctx, const double *y, const double *w,
+                size_t n, size_t p, const double *theta, lsq_fit_t *out, err_t *e)
+{
+    if (p == 0 || p > LSQ_MAX_P || n <= p) return err_set(e, ERR_INVAL, "fit %s: %zu points for %zu parameters", what, n, p);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(y[i]) || (w && !(isfinite(w[i]) && w[i] > 0))) return err_set(e, ERR_INVAL, "fit %s: point %zu is not finite", what, i);
+    nl_ctx_t c = {model, ctx, y, w, p};
+    gsl_multifit_nlinear_fdf fdf = {nl_f, nl_df, NULL, n, p, &c, 0, 0, 0};
+    gsl_multifit_nlinear_parameters prm = gsl_multifit_nlinear_default_parameters();
+    gsl_multifit_nlinear_workspace *ws = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &prm, n, p);
+    gsl_matrix *cov = gsl_matrix_alloc(p, p);
+    gsl_vector_const_view x0 = gsl_vector_const_view_array(theta, p);
+    if (!ws || !cov) {
+        if (ws) gsl_multifit_nlinear_free(ws);
+        gsl_matrix_free(cov);
+        return err_set(e, ERR_NOMEM, "fit %s: out of memory", what);
+    }
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int info = 0, st = gsl_multifit_nlinear_init(&x0.vector, &fdf, ws);
+    if (!st) st = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, ws);
+    int rc = ERR_OK;
+    if (st) {
+        rc = err_set(e, ERR_CONVERGE, "fit %s: nonlinear least squares did not converge (%s)", what, gsl_strerror(st));
+    } else {
+        gsl_matrix *J = gsl_multifit_nlinear_jac(ws);
+        gsl_multifit_nlinear_covar(J, 0.0, cov);
+        gsl_vector *f = gsl_multifit_nlinear_residual(ws);
+        double chi2 = 0;
+        for (size_t i = 0; i < n; i++) chi2 += gsl_vector_get(f, i) * gsl_vector_get(f, i);
+        memset(out, 0, sizeof *out);
+        out->n = n;
+        out->p = p;
+        out->chi2 = chi2;
+        double s = chi2 / (double)(n - p);
+        gsl_vector *x = gsl_multifit_nlinear_position(ws);
+        for (size_t j = 0; j < p && !rc; j++) {
+            out->coef[j] = gsl_vector_get(x, j);
+            if (!isfinite(out->coef[j])) rc = err_set(e, ERR_CONVERGE, "fit %s: parameter %zu not finite", what, j);
+            for (size_t k = 0; k < p; k++) out->cov[j][k] = s * gsl_matrix_get(cov, j, k);
+            out->se[j] = out->cov[j][j] > 0 ? sqrt(out->cov[j][j]) : 0.0;
+        }
+    }
+    gsl_set_error_handler(old);
+    gsl_multifit_nlinear_free(ws);
+    gsl_matrix_free(cov);
     return rc;
 }

@@ -31,6 +31,16 @@ int lsq_line_rel(const char *what, const double *x, const double *t, size_t n, l
 int lsq_robust(const char *what, const double *X, const double *y, size_t n, size_t p, lsq_fit_t *out,
                err_t *e);
 
+/* A model y_i ≈ m(x_i; θ) and its gradient ∂m/∂θ_j at point i (grad has p entries). */
+typedef double (*lsq_model_fn)(const void *ctx, size_t i, const double *theta, double *grad);
+
+/* Weighted nonlinear least squares Σ w_i (y_i − m(i; θ))² by gsl_multifit_nlinear (trust region,
+ * Levenberg–Marquardt) from theta (p ≤ LSQ_MAX_P, n > p), covariance from its Jacobian at the
+ * solution scaled by χ²/(n−p). Errors: ERR_INVAL (sizes, a non-finite input), ERR_CONVERGE (the solver
+ * failed or stopped short: names `what`), ERR_NOMEM. */
+int lsq_nlinear(const char *what, lsq_model_fn model, const void *ctx, const double *y, const double *w,
+                size_t n, size_t p, const double *theta, lsq_fit_t *out, err_t *e);
+
 /* The mean of v[0..n) as a one-parameter fit (se = sd/√n; 0 when n = 1). Errors as lsq_wlinear. */
 int lsq_mean(const char *what, const double *v, size_t n, double *mean, double *se, err_t *e);
 

@@ -70,9 +70,9 @@ static void near(const fit_t *f, const char *name, double truth, double rel_floo
     double tol = 3 * p->stderr_v + rel_floor * fabs(truth);
     cr_assert(fabs(p->value - truth) <= tol, "%s = %.6g +- %.3g, truth %.6g (tolerance %.3g)", name, p->value,
               p->stderr_v, truth, tol);
-    /* the L2's write-back: at most 9 us on a 110 us layer (timing noise 0.5% of all of it), its cap a
-     * breakpoint between sizes 8 MiB apart */
-    double informative = !strncmp(name, "l2_", 3) ? 0.1 : 0.05;
+    /* the L2's write-back: at most 9 us on a 110 us layer (timing noise 0.5% of all of it), its rate
+     * and its cap (a breakpoint between sizes 8 MiB apart) fitted together */
+    double informative = !strncmp(name, "l2_", 3) ? 0.15 : 0.05;
     cr_assert(p->stderr_v < informative * fabs(truth) + 1e-12 || !strcmp(name, "ce2d_row_ns"),
               "%s stderr %.3g is not informative", name, p->stderr_v);
     cr_assert(!strncmp(p->origin, "fitted: ", 8), "%s origin '%s'", name, p->origin);
