@@ -1811,20 +1811,19 @@ static int fit_l2_writeback(fit_t *f, const sel_t *rows, const calib_t *seed, er
     double *X = malloc(2 * s.n * sizeof *X), *y = malloc(s.n * sizeof *y), *w = malloc(s.n * sizeof *w);
     if (!rc && (!X || !y || !w)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     size_t best = 0;
-    double best_chi2 = INFINITY, cap = 0;
-    lsq_fit_t lf;
+    double cap = 0;
+    lsq_fit_t lf, line = {.chi2 = INFINITY};
     for (size_t g = 0; !rc && g <= GRID; g++) {
         double C = wpos / MIB * pow(whi / wpos, (double)g / GRID);   /* log-spaced: sizes a doubling apart */
         rc = l2_line(&s, C, X, y, w, &lf, e);
-        if (!rc && lf.chi2 < best_chi2) best = g, best_chi2 = lf.chi2, cap = C;
+        if (!rc && lf.chi2 < line.chi2) best = g, line = lf, cap = C;
     }
     if (!rc && (best == GRID || best == 0)) {
         note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the rows' times %s with W over all %zu rows: no cap inside them)",
              best == GRID ? "keep rising" : "stay flat", s.n);
     } else if (!rc) {
-        rc = l2_line(&s, cap, X, y, w, &lf, e);
-        double th[3] = {lf.coef[0], lf.coef[1], cap};
-        if (!rc) rc = lsq_nlinear("gemm after a write: t = a + s*min(W, C)", l2_model, &s, y, w, s.n, 3, th, &lf, e);
+        double th[3] = {line.coef[0], line.coef[1], cap};   /* y and w are the same at every cap */
+        rc = lsq_nlinear("gemm after a write: t = a + s*min(W, C)", l2_model, &s, y, w, s.n, 3, th, &lf, e);
         double slope = rc ? 0 : lf.coef[1], C = rc ? 0 : lf.coef[2];   /* us per MiB; MiB */
         if (!rc && !(slope > 0 && C > wpos / MIB && C < whi / MIB)) {
             note(f, "l2_dirty_frac, l2_writeback_eff: not determined (the fit left the rows' sizes or the time falls with W)");

@@ -210,27 +210,22 @@ int lsq_nlinear(const char *what, lsq_model_fn model, const void *ctx, const dou
     int rc = ERR_OK;
     if (st) {
         rc = err_set(e, ERR_CONVERGE, "fit %s: nonlinear least squares did not converge (%s)", what, gsl_strerror(st));
+        gsl_matrix_free(cov);
     } else {
-        gsl_matrix *J = gsl_multifit_nlinear_jac(ws);
-        gsl_multifit_nlinear_covar(J, 0.0, cov);
+        gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(ws), 0.0, cov);
         gsl_vector *f = gsl_multifit_nlinear_residual(ws);
         double chi2 = 0;
         for (size_t i = 0; i < n; i++) chi2 += gsl_vector_get(f, i) * gsl_vector_get(f, i);
-        memset(out, 0, sizeof *out);
-        out->n = n;
-        out->p = p;
-        out->chi2 = chi2;
-        double s = chi2 / (double)(n - p);
-        gsl_vector *x = gsl_multifit_nlinear_position(ws);
-        for (size_t j = 0; j < p && !rc; j++) {
-            out->coef[j] = gsl_vector_get(x, j);
-            if (!isfinite(out->coef[j])) rc = err_set(e, ERR_CONVERGE, "fit %s: parameter %zu not finite", what, j);
-            for (size_t k = 0; k < p; k++) out->cov[j][k] = s * gsl_matrix_get(cov, j, k);
-            out->se[j] = out->cov[j][j] > 0 ? sqrt(out->cov[j][j]) : 0.0;
+        lsq_ws_t res = {.cov = cov, .c = gsl_vector_alloc(p)};   /* ws_finish scales and frees them */
+        if (!res.c) {
+            gsl_matrix_free(cov);
+            rc = err_set(e, ERR_NOMEM, "fit %s: out of memory", what);
+        } else {
+            gsl_vector_memcpy(res.c, gsl_multifit_nlinear_position(ws));
+            rc = ws_finish(what, &res, n, p, chi2, true, out, e);
         }
     }
     gsl_set_error_handler(old);
     gsl_multifit_nlinear_free(ws);
-    gsl_matrix_free(cov);
     return rc;
 }
