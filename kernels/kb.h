@@ -64,6 +64,11 @@ typedef struct {
 /* Time fn with CUDA events (after warm-up), per repetition. */
 kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_timing_t *tm);
 
+/* Repetitions for a p99 with three samples above it (interpolated at 0.99 (n - 1)), taken of
+ * ops shorter than KB_SHORT_OP_US within the time budget. */
+#define KB_P99_REPS 300
+#define KB_SHORT_OP_US 1000.0
+
 /* Default timing for a kernel whose one run takes about est_us microseconds. */
 kb_timing_t kb_timing_for(double est_us, int quick);
 

@@ -97,8 +97,8 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
 {
     kb_session_t *S = kb_session_new(D, c, X->gemm);
     const char *ops[KB_STEP_MAX_STAGES];
-    int nst = kb_session_stages(S, ops), max_reps = 30;
-    double *t[KB_STEP_MAX_STAGES], total[30];
+    int nst = kb_session_stages(S, ops), max_reps = X->o->quick ? 30 : KB_P99_REPS;
+    double *t[KB_STEP_MAX_STAGES], total[KB_P99_REPS];
     for (int i = 0; i < nst; i++)
         t[i] = (double *)malloc(max_reps * sizeof(double));
     int reps = time_steps(X, S, nst, t, total, max_reps);
