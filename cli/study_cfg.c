@@ -90,7 +90,7 @@ static const cfg_param_t run_params[] = {
     P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,
       "with several replications, draw fitted parameters from N(value, stderr) per replication"),
     P("jitter", CFG_T_BOOL, scn_run_t, jitter, "false", 1, 0,
-      "each op's time varies as kbench measured: median its time alone t, p99 jitter_us + jitter_rel*t above (an exponential tail; jitter_host_* for ops moving host bytes)"),
+      "each op's time varies as kbench measured: median its time alone t, p99 jitter_us + jitter_rel*t above (an exponential tail; jitter_copy_* for copies over the host link, jitter_gather_* for kernels reading host memory)"),
 };
 
 static const char *const probe_whats[] = {"op", "layer_step", "session_step", NULL};

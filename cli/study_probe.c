@@ -86,13 +86,13 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_
     return ERR_OK;
 }
 
-/* Whether op i of plan p waits on a copy (and so, started alone, on the copy engine's hand-off). */
-static bool after_copy(const plan_t *p, uint32_t i)
+/* The copy op i of plan p waits on (and so, started alone, on the copy engine's hand-off), or NULL. */
+static const plan_op_t *copy_before(const plan_t *p, uint32_t i)
 {
     const plan_op_t *o = &p->ops[i];
     for (uint32_t k = 0; k < o->n_deps; k++)
-        if (plan_handoff(&p->ops[p->deps[o->dep_first + k]], o)) return true;
-    return false;
+        if (plan_handoff(&p->ops[p->deps[o->dep_first + k]], o)) return &p->ops[p->deps[o->dep_first + k]];
+    return NULL;
 }
 
 /* The ops of the probe's kind from the method's plan of one layer at the probe's context, one after
@@ -113,8 +113,12 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
         else if (pp->pb.zero_copy && op.kind != OPKIND_ATTN_TAIL)
             rc = as_zero_copy(pp, sim, gpu, req, &op, e);
         if (pp->pb.launch_hidden) op.launch_ps = 0;
-        if (pp->pb.stage && after_copy(&pp->tmp, i))   /* kbench's stage window opens at the copy's end */
-            op.cost.latency_ps += cost_ps(pp->cost.ce_handoff_s);
+        const plan_op_t *copy = pp->pb.stage ? copy_before(&pp->tmp, i) : NULL;
+        if (copy && !rc) {   /* kbench's stage window opens at the copy's end: the copy, done, then the hand-off */
+            plan_op_t mark = {.kind = copy->kind, .layer = copy->layer, .exec = copy->exec, .stream = op.stream};
+            uint32_t prev = out->n_ops - 1;
+            rc = plan_add(out, &mark, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
+        }
         uint32_t prev = out->n_ops - 1;
         if (!rc) rc = plan_add(out, &op, out->n_ops ? &prev : NULL, out->n_ops ? 1 : 0, NULL, e);
     }

@@ -204,8 +204,11 @@ static void note_engine_params(const study_point_t *pt, study_rep_t *rep)
     if (pt->run.jitter) {
         calib_note(rep->cal, "jitter_us", NAN);
         calib_note(rep->cal, "jitter_rel", NAN);
-        calib_note(rep->cal, "jitter_host_us", NAN);
-        calib_note(rep->cal, "jitter_host_rel", NAN);
+        calib_note(rep->cal, "jitter_copy_us", NAN);
+        calib_note(rep->cal, "jitter_copy_rel", NAN);
+        calib_note(rep->cal, "jitter_gather_us", NAN);
+        calib_note(rep->cal, "jitter_gather_rel", NAN);
+        calib_note(rep->cal, "ce_handoff_spread_us", NAN);
     }
     double contexts = pt->wl.kind == SCN_WL_PROBE ? (double)pt->probe.sessions : NAN;
     if (pt->serving.mode == EXEC_PROCESSES && !(contexts < 2)) {
@@ -233,9 +236,12 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .timeslice_ps = (sim_ps_t)(rep->cost.timeslice_s * (double)SIM_PS_PER_S),
         .ctx_switch_ps = (sim_ps_t)(rep->cost.ctx_switch_s * (double)SIM_PS_PER_S),
         .copy_handoff_ps = cost_ps(rep->cost.ce_handoff_s),
+        .copy_handoff_spread_ps = pt->run.jitter ? cost_ps(rep->cost.ce_handoff_spread_s) : 0,
         .jitter_abs_s = pt->run.jitter ? rep->cost.jitter_s : 0, .jitter_rel = pt->run.jitter ? rep->cost.jitter_rel : 0,
-        .jitter_host_abs_s = pt->run.jitter ? rep->cost.jitter_host_s : 0,
-        .jitter_host_rel = pt->run.jitter ? rep->cost.jitter_host_rel : 0,
+        .jitter_copy_abs_s = pt->run.jitter ? rep->cost.jitter_copy_s : 0,
+        .jitter_copy_rel = pt->run.jitter ? rep->cost.jitter_copy_rel : 0,
+        .jitter_gather_abs_s = pt->run.jitter ? rep->cost.jitter_gather_s : 0,
+        .jitter_gather_rel = pt->run.jitter ? rep->cost.jitter_gather_rel : 0,
         .jitter_seed = study_seed(pt, k, STUDY_STREAM_JITTER),
         .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,

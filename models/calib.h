@@ -51,7 +51,8 @@
  *                         elem*(scores per block) (elem_l2 when the rows' scores fit in L2) +
  *                         winner*(rows' warps holding a winner); blocks per row from topk_block_elems
  *                         and topk_blocks_per_sm (configuration)
- *   ce_handoff_us         a kernel waiting on a copy starts this long after the copy ends
+ *   ce_handoff_us         a kernel waiting on a copy starts this long after the copy ends, on average
+ *   ce_handoff_spread_us  run.jitter: each hand-off uniform over ce_handoff_us ± half this
  *   gemm_latency_us       GEMMs' fixed time, per cuBLAS kernel
  *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
  *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)
@@ -59,6 +60,8 @@
  *   timeslice_us, ctx_switch_us  separate processes: how long a context keeps the GPU while others
  *                         wait, and the GPU's idle time when it passes to another context
  *   jitter_us, jitter_rel  run.jitter: an op's p99 exceeds its median by jitter_us + jitter_rel·t
+ *   jitter_copy_*, jitter_gather_*  the same for copies over the host link, and for kernels whose
+ *                         SMs read host memory (gathers, zero-copy kernels)
  *   topk_passes           times top-k reads its scores from HBM (configuration)
  *   l2_dirty_frac, l2_writeback_eff  the lines a layer's kernels write stay dirty in the L2 up to
  *                         l2_dirty_frac·l2_bytes (cost_l2_pass); the GEMM after them writes them back

@@ -74,7 +74,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
         F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce2d_copy_us", ce2d_copy_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
+        F("ce_latency_us", ce_latency_s, 1e-6), F("ce2d_copy_us", ce2d_copy_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce_handoff_spread_us", ce_handoff_spread_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
         F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
         F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
         F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
@@ -86,7 +86,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
         F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6), F("timeslice_us", timeslice_s, 1e-6), F("ctx_switch_us", ctx_switch_s, 1e-6),
         F("jitter_us", jitter_s, 1e-6), F("jitter_rel", jitter_rel, 1),
-        F("jitter_host_us", jitter_host_s, 1e-6), F("jitter_host_rel", jitter_host_rel, 1),
+        F("jitter_copy_us", jitter_copy_s, 1e-6), F("jitter_copy_rel", jitter_copy_rel, 1),
+        F("jitter_gather_us", jitter_gather_s, 1e-6), F("jitter_gather_rel", jitter_gather_rel, 1),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),

@@ -81,7 +81,7 @@ extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
-    double ce_latency_s, ce2d_copy_s, ce_handoff_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
+    double ce_latency_s, ce2d_copy_s, ce_handoff_s, ce_handoff_spread_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[COST_ROW_TABLES][COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
@@ -105,7 +105,8 @@ typedef struct cost {
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
     double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
-    double jitter_host_s, jitter_host_rel; /* the same for ops moving host bytes */
+    double jitter_copy_s, jitter_copy_rel; /* the same for copy-engine ops moving host bytes */
+    double jitter_gather_s, jitter_gather_rel; /* the same for GPU ops moving host bytes (gathers) */
     double topk_elem_s, topk_elem_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
     double l2_dirty_bytes;             /* written lines the L2 holds dirty: l2_dirty_frac·l2_bytes */
     double l2_writeback_Bps;           /* their write-back under the next GEMM: l2_writeback_eff·hbm */

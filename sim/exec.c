@@ -606,10 +606,28 @@ static void gpu_release(exec_t *x, gpu_t *g)
 
 static void run_complete(run_t *r);
 
+/* The next draw of the jitter's stream (SplitMix64), uniform on (0, 1]. */
+static double jitter_uniform(exec_t *x)
+{
+    uint64_t z = (x->jitter_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 1.0) * 0x1.0p-53;
+}
+
 /* A kernel after a copy-engine op: its start waits for the copy's completion to reach the SMs. */
 static bool handoff(const exec_t *x, const xop_t *pred, const xop_t *succ)
 {
-    return x->cfg.copy_handoff_ps > 0 && plan_handoff(&pred->op, &succ->op);
+    return (x->cfg.copy_handoff_ps > 0 || x->cfg.copy_handoff_spread_ps > 0) && plan_handoff(&pred->op, &succ->op);
+}
+
+/* One hand-off: its mean, or, with a spread, a uniform draw over mean ± spread/2 (never below 0). */
+static sim_ps_t handoff_draw_ps(exec_t *x)
+{
+    double h = (double)x->cfg.copy_handoff_ps;
+    if (x->cfg.copy_handoff_spread_ps > 0) h += (double)x->cfg.copy_handoff_spread_ps * (jitter_uniform(x) - 0.5);
+    return h > 0 ? (sim_ps_t)llround(h) : 0;
 }
 
 /* One predecessor of s is done (after its hand-off, if any). */
@@ -649,7 +667,7 @@ static void op_finish(xop_t *o)
         xop_t *s = &r->ops[r->succ[o->succ_first + k]];
         err_t e;
         if (handoff(x, o, s)) {
-            if (sim_at(x->sim, sim_now(x->sim) + x->cfg.copy_handoff_ps, dep_done, s, &e)) fail_err(x, &e);
+            if (sim_at(x->sim, sim_now(x->sim) + handoff_draw_ps(x), dep_done, s, &e)) fail_err(x, &e);
         } else {
             dep_done(x->sim, s);
         }
@@ -689,19 +707,18 @@ static sim_ps_t op_alone_ps(const exec_t *x, const xop_t *o, const plan_cost_t *
 }
 
 /* A draw of the op's jitter, added to its latency (never below 0): s·(E − ln 2), E ~ Exp(1), with
- * s = (abs + rel·t)/ln 50, so that its median is 0 and its p99 the configured spread (the host
- * link's pair for an op moving host bytes). */
+ * s = (abs + rel·t)/ln 50, so that its median is 0 and its p99 the configured spread (of an op moving
+ * host bytes, the copy engine's pair or, when its SMs read them, the gathers'). An op with nothing
+ * to do alone (a marker) does not vary. */
 static void op_jitter(exec_t *x, const xop_t *o, plan_cost_t *c)
 {
-    bool host = o->op.bytes_host > 0;
-    double abs_s = host ? x->cfg.jitter_host_abs_s : x->cfg.jitter_abs_s, rel = host ? x->cfg.jitter_host_rel : x->cfg.jitter_rel;
-    if (!(abs_s > 0 || rel > 0)) return;
-    uint64_t z = (x->jitter_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    double u = ((double)(z >> 11) + 1.0) * 0x1.0p-53;   /* (0, 1] */
-    double s = (abs_s + rel * ps_to_s(op_alone_ps(x, o, c))) / log(50.0);
+    bool host = o->op.bytes_host > 0, sm = o->op.exec == PLAN_EXEC_GPU;
+    double abs_s = !host ? x->cfg.jitter_abs_s : sm ? x->cfg.jitter_gather_abs_s : x->cfg.jitter_copy_abs_s;
+    double rel = !host ? x->cfg.jitter_rel : sm ? x->cfg.jitter_gather_rel : x->cfg.jitter_copy_rel;
+    sim_ps_t alone = op_alone_ps(x, o, c);
+    if (!(abs_s > 0 || rel > 0) || alone == 0) return;
+    double u = jitter_uniform(x);
+    double s = (abs_s + rel * ps_to_s(alone)) / log(50.0);
     double lat = ps_to_s(c->latency_ps) + s * (-log(u) - log(2.0));
     c->latency_ps = lat > 0 ? s_to_ps(lat) : 0;
 }
@@ -1284,8 +1301,10 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     if (cfg->prefill_chunk < 1) return err_set(e, ERR_INVAL, "exec: prefill chunk must be ≥ 1 token");
     if ((int)cfg->mode < EXEC_STREAMS || cfg->mode > EXEC_CONTINUOUS) return err_set(e, ERR_INVAL, "exec: unknown mode");
     if (cfg->graph_launch_ps < 0) return err_set(e, ERR_INVAL, "exec: negative graph launch time");
-    double j[4] = {cfg->jitter_abs_s, cfg->jitter_rel, cfg->jitter_host_abs_s, cfg->jitter_host_rel};
-    for (int i = 0; i < 4; i++)
+    if (cfg->copy_handoff_ps < 0 || cfg->copy_handoff_spread_ps < 0) return err_set(e, ERR_INVAL, "exec: negative copy hand-off");
+    double j[6] = {cfg->jitter_abs_s, cfg->jitter_rel, cfg->jitter_copy_abs_s, cfg->jitter_copy_rel,
+                   cfg->jitter_gather_abs_s, cfg->jitter_gather_rel};
+    for (int i = 0; i < 6; i++)
         if (!(j[i] >= 0) || !isfinite(j[i])) return err_set(e, ERR_INVAL, "exec: jitter must be finite and >= 0");
     if (cfg->hw_queues > EXEC_MAX_HW_QUEUES)
         return err_set(e, ERR_INVAL, "exec: %u hardware queues (CUDA allows at most %d)", cfg->hw_queues, EXEC_MAX_HW_QUEUES);

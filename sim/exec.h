@@ -69,12 +69,16 @@ typedef struct exec_config {
                                   * (0: hand it over after every op) */
     sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context */
     sim_ps_t copy_handoff_ps;    /* a kernel waiting on a copy-engine op starts no sooner than this
-                                  * after the copy ends (its completion reaching the SMs) */
+                                  * after the copy ends (its completion reaching the SMs), on average */
+    sim_ps_t copy_handoff_spread_ps; /* > 0: each hand-off a uniform draw over copy_handoff_ps ± half
+                                  * this (the jitter's stream; a completion is seen at a periodic
+                                  * check whose phase varies); 0: always copy_handoff_ps */
     double jitter_abs_s, jitter_rel; /* each op's time varies: an exponential tail with its median at
                                   * the op's time alone t and its p99 jitter_abs_s + jitter_rel·t above
                                   * it (both 0: none) */
-    double jitter_host_abs_s, jitter_host_rel; /* the same for ops that move host bytes (bytes_host
-                                  * > 0: copies and gathers over the host link), whose times vary more */
+    double jitter_copy_abs_s, jitter_copy_rel; /* the same for copy-engine ops moving host bytes */
+    double jitter_gather_abs_s, jitter_gather_rel; /* the same for GPU ops moving host bytes (their SMs
+                                  * read host memory: gathers, zero-copy kernels), whose times vary most */
     uint64_t jitter_seed;        /* the jitter's random stream */
     bool latency_on_device;      /* a plan's latency runs from when an event recorded in its stream
                                   * before its first op fires (CUDA events, kbench): its beginning, or

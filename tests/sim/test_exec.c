@@ -191,9 +191,9 @@ Test(exec, processes_take_time_slices_and_pay_switches)
     }
 }
 
-/* The p50 and p99 of 20000 steps of one op, 0.5 s of latency and 0.5 s of work (1 s alone), that
- * moves bytes_host over the host link, under jitter cfg (seed 7). */
-static void jitter_steps(exec_config_t cfg, double bytes_host, double *p50, double *p99, double *min)
+/* The p50 and p99 of 20000 steps of one op, 0.5 s of latency and 0.5 s of work (1 s alone), run as
+ * exec (a kernel or a copy) and moving bytes_host over the host link, under jitter cfg (seed 7). */
+static void jitter_steps(exec_config_t cfg, plan_exec_t exec, double bytes_host, double *p50, double *p99, double *min)
 {
     world_t w;
     world_init(&w, EXEC_STREAMS, 0);
@@ -206,6 +206,7 @@ static void jitter_steps(exec_config_t cfg, double bytes_host, double *p50, doub
     w.toy.bytes = 0.5e9;
     w.toy.latency_ps = 500000 * SIM_PS_PER_US;
     w.toy.bytes_host = bytes_host;
+    w.toy.exec = exec;
     toy_t toys[1];
     add_sessions(&w, 1, toys, 20000);
     world_run(&w);
@@ -222,7 +223,7 @@ Test(exec, jitter_keeps_the_median_and_sets_the_p99)
 {
     double p50[2], p99[2], min;
     for (int again = 0; again < 2; again++) {
-        jitter_steps((exec_config_t){.jitter_abs_s = 0.02, .jitter_rel = 0.08}, 0, &p50[again], &p99[again], &min);
+        jitter_steps((exec_config_t){.jitter_abs_s = 0.02, .jitter_rel = 0.08}, PLAN_EXEC_GPU, 0, &p50[again], &p99[again], &min);
         cr_expect_float_eq(p50[again], 1.0, 0.01, "p50 %g", p50[again]);
         cr_expect_float_eq(p99[again], 1.1, 0.015, "p99 %g", p99[again]);
         cr_expect_geq(min, 1.0 - 0.1 / log(50.0) * log(2.0) - 1e-9);
@@ -231,15 +232,68 @@ Test(exec, jitter_keeps_the_median_and_sets_the_p99)
     cr_expect_eq(p99[0], p99[1]);
 }
 
-/* Ops moving host bytes take the host link's jitter, the rest the GPU's: with only the host pair
- * set, the op that moves host bytes has its p99 at 1.1 s, the same op moving none does not vary. */
-Test(exec, host_ops_take_the_host_jitter)
+/* Each op takes its class's jitter: the GPU's (0.1 s at the p99), the copy engine's for a copy
+ * moving host bytes (0.2 s), the gathers' for a kernel moving host bytes (0.4 s); a kernel moving
+ * none takes the GPU's whatever the others. */
+Test(exec, host_ops_take_their_paths_jitter)
 {
-    for (int host = 0; host < 2; host++) {
+    exec_config_t cfg = {.jitter_abs_s = 0.02, .jitter_rel = 0.08, .jitter_copy_abs_s = 0.1, .jitter_copy_rel = 0.1,
+                         .jitter_gather_abs_s = 0.1, .jitter_gather_rel = 0.3};
+    static const struct { plan_exec_t exec; double bytes_host, p99; } cases[] = {
+        {PLAN_EXEC_GPU, 0, 1.1}, {PLAN_EXEC_COPY_H2D, 0.5e9, 1.2}, {PLAN_EXEC_GPU, 0.5e9, 1.4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double p50, p99, min;
-        jitter_steps((exec_config_t){.jitter_host_abs_s = 0.02, .jitter_host_rel = 0.08}, host ? 0.5e9 : 0, &p50, &p99, &min);
-        cr_expect_float_eq(p50, 1.0, 0.01);
-        cr_expect_float_eq(p99, host ? 1.1 : 1.0, 0.015, "host %d: p99 %g", host, p99);
+        jitter_steps(cfg, cases[i].exec, cases[i].bytes_host, &p50, &p99, &min);
+        cr_expect_float_eq(p50, 1.0, 0.01, "case %zu: p50 %g", i, p50);
+        cr_expect_float_eq(p99, cases[i].p99, 0.015 * cases[i].p99, "case %zu: p99 %g", i, p99);
+    }
+}
+
+/* A copy of 0.5 s (stream 1), then a 1 s kernel waiting on it (stream 0): a step is 1.5 s and the
+ * hand-off. */
+static int copy_then_kernel_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    (void)env;
+    (void)req;
+    const world_t *w = self;
+    plan_op_t copy = {.exec = PLAN_EXEC_COPY_H2D, .stream = 1, .n_uses = 1, .uses = {{w->link, 1.0}}, .cost = {.work = 0.5e9}};
+    plan_op_t k = {.exec = PLAN_EXEC_GPU, .stream = 0, .n_uses = 1, .uses = {{w->hbm, 1.0}}, .cost = {.work = 1e9}};
+    uint32_t dep = 0;
+    int rc = plan_add(out, &copy, NULL, 0, NULL, e);
+    return rc ? rc : plan_add(out, &k, &dep, 1, NULL, e);
+}
+
+/* A hand-off of 0.2 s ± 0.2 (spread 0.4 s): each a uniform draw over [0, 0.4], so over 4000 steps
+ * the step's p10, p50, p90 are 1.5 s plus 0.04, 0.2, 0.36 (± 3 standard errors of a quantile,
+ * sqrt(p(1−p)/n)·0.4, and the histogram's HIST_REL_ERR) and none is below 1.5 s or above 1.9;
+ * without the spread every step is 1.7. */
+Test(exec, a_handoff_with_a_spread_is_uniform)
+{
+    static const plan_provider_ops_t ops = {.name = "copy_then_kernel", .build = copy_then_kernel_build,
+                                            .footprint = toy_footprint};
+    for (int spread = 0; spread < 2; spread++) {
+        world_t w;
+        world_init(&w, EXEC_STREAMS, 0);
+        world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                                         .copy_handoff_ps = 200000 * SIM_PS_PER_US,
+                                         .copy_handoff_spread_ps = spread ? 400000 * SIM_PS_PER_US : 0,
+                                         .jitter_seed = 3});
+        exec_turn_t turn = {.arrival_s = -1, .decode_tokens = 4000};
+        exec_session_spec_t spec = {.id = 0, .gpu = 0, .context_tokens = 100, .final_tokens = 4100, .turns = &turn,
+                                    .n_turns = 1, .provider = {&ops, &w}};
+        err_t e;
+        cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
+        world_run(&w);
+        const hist_t *h = exec_stats(w.x)->step_s;
+        static const double q[3] = {0.1, 0.5, 0.9};
+        for (int i = 0; i < 3; i++) {
+            double want = 1.5 + (spread ? 0.4 * q[i] : 0.2), tol = spread ? 3 * sqrt(q[i] * (1 - q[i]) / 4000) * 0.4 : 1e-9;
+            cr_expect_float_eq(hist_quantile(h, q[i]), want, tol + HIST_REL_ERR * want, "spread %d, q %g: %.6g", spread, q[i],
+                               hist_quantile(h, q[i]));
+        }
+        cr_expect_geq(hist_min(h), 1.5 - 1e-9);
+        cr_expect_leq(hist_max(h), 1.9 + 1e-9);
+        world_free(&w);
     }
 }
 
