@@ -715,8 +715,9 @@ static void op_jitter(exec_t *x, const xop_t *o, plan_cost_t *c)
     bool host = o->op.bytes_host > 0, sm = o->op.exec == PLAN_EXEC_GPU;
     double abs_s = !host ? x->cfg.jitter_abs_s : sm ? x->cfg.jitter_gather_abs_s : x->cfg.jitter_copy_abs_s;
     double rel = !host ? x->cfg.jitter_rel : sm ? x->cfg.jitter_gather_rel : x->cfg.jitter_copy_rel;
+    if (!(abs_s > 0 || rel > 0)) return;
     sim_ps_t alone = op_alone_ps(x, o, c);
-    if (!(abs_s > 0 || rel > 0) || alone == 0) return;
+    if (alone == 0) return;
     double u = jitter_uniform(x);
     double s = (abs_s + rel * ps_to_s(alone)) / log(50.0);
     double lat = ps_to_s(c->latency_ps) + s * (-log(u) - log(2.0));
