@@ -461,8 +461,10 @@ static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, s
  * turn from the two halves), re-read after a flush and back to back; and both re-read with
  * another gather between repetitions (_after: 262144 rows of 256 B over the whole host buffer, as
  * a step's SM index fetch between two of its winner fetches); and the step suite's winner fetch
- * (order_win: 8 heads x 2048 pieces of 512 B) back to back and after the other gather and an L2
- * flush (as in a step: its HBM kernels between the index fetch and the winners). */
+ * (order_win: 8 heads x 2048 pieces of 512 B) back to back, after the other gather and an L2
+ * flush (as in a step: its HBM kernels between the index fetch and the winners), and after an L2
+ * flush alone (a step whose index is not gathered by the SMs: its GEMMs and scans stream hundreds
+ * of MiB of HBM between two winner fetches); and HashAttention's (8 heads x 4 x 2048) so. */
 static void section_gather_order(link_t *L)
 {
     const size_t rows = 65536, parts = 16;
@@ -502,6 +504,12 @@ static void section_gather_order(link_t *L)
         wf.off = sets;
         run_single(L, &wf, "order_win_warm");
         run_single_after(L, &wf, &other, true, "order_win_after");
+        run_single_flushed(L, &wf, "order_win_flush");
+        /* HashAttention's: each of a KV head's 4 query heads picks its own 2048 */
+        win_offsets(sets, 8, 4 * 2048, 512, region, 9700 + region, L->s[0]);
+        work_t w4 = gather_work(L, 0, 512, region, 0, 4 * 16384 * 512, 4 * kb_sm_count(), 0);
+        w4.off = sets;
+        run_single_flushed(L, &w4, "order_win4_flush");
     }
     CK(cudaFree(sets));
 }
