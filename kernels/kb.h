@@ -74,6 +74,8 @@ kb_timing_t kb_timing_for(double est_us, int quick);
 
 /* Evicts the L2 cache (reads an HBM buffer four times its size; leaves clean lines) on stream s. */
 void kb_l2_flush(cudaStream_t s);
+/* Reads the first `bytes` (up to 4 GiB) of a device buffer allocated on first use: HBM pages touched. */
+void kb_hbm_read(size_t bytes, cudaStream_t s);
 
 /* One CSV row; integer fields < 0 and NULL strings are written empty. */
 typedef struct {

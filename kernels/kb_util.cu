@@ -129,6 +129,24 @@ void kb_l2_flush(cudaStream_t s)
     CKL();
 }
 
+/* Reads the first `bytes` (at most 4 GiB) of a device buffer of its own, as kb_l2_flush does: the
+ * pages a step's HBM kernels touch between two of its gathers, whose translations share the GPU's
+ * TLBs with the gathers' host pages. */
+void kb_hbm_read(size_t bytes, cudaStream_t s)
+{
+    static void *buf;
+    static unsigned *sink;
+    const size_t max = 4 * KB_GIB;
+    if (!buf) {
+        CK(cudaMalloc(&buf, max));
+        CK(cudaMalloc(&sink, 4096 * sizeof *sink));
+        CK(cudaMemset(buf, 0x5a, max));
+        CK(cudaDeviceSynchronize());
+    }
+    l2_evict_kernel1<<<4 * kb_sm_count(), 256, 0, s>>>((const uint4 *)buf, (bytes < max ? bytes : max) / 16, sink);
+    CKL();
+}
+
 const kb_model_t *kb_model(const char *name)
 {
     static const kb_model_t models[] = {

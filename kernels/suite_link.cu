@@ -179,6 +179,25 @@ static void run_single_after(link_t *L, work_t *w, work_t *other, bool flush, co
 }
 
 /* Time w alone after an L2 flush each repetition (rows a gather repeats are not read from L2). */
+/* Time w alone after reading `mib` MiB of HBM (untimed) each repetition: variant
+ * order_win_hbm<mib>. */
+static void run_single_hbm(link_t *L, work_t *w, size_t mib)
+{
+    kb_timing_t tm = kb_timing_for(work_bytes(w) / (kb_ceil.h2d_gbps * 1e3), L->o->quick);
+    struct pair {
+        work_t *w;
+        size_t bytes;
+    } pr = {w, mib * KB_MIB};
+    kb_stats_t st = kb_time([](void *c, cudaStream_t s) { work_enqueue(((struct pair *)c)->w, s); },
+                            [](void *c, cudaStream_t s) { kb_hbm_read(((struct pair *)c)->bytes, s); }, &pr,
+                            L->s[0], &tm);
+    char variant[32];
+    snprintf(variant, sizeof variant, "order_win_hbm%zu", mib);
+    kb_row_t r = work_row(L, w, variant);
+    r.policy = "alone";
+    emit(L, &r, st);
+}
+
 static void run_single_flushed(link_t *L, work_t *w, const char *variant)
 {
     kb_timing_t tm = kb_timing_for(work_bytes(w) / (kb_ceil.h2d_gbps * 1e3), L->o->quick);
@@ -464,7 +483,9 @@ static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, s
  * (order_win: 8 heads x 2048 pieces of 512 B) back to back, after the other gather and an L2
  * flush (as in a step: its HBM kernels between the index fetch and the winners), and after an L2
  * flush alone (a step whose index is not gathered by the SMs: its GEMMs and scans stream hundreds
- * of MiB of HBM between two winner fetches); and HashAttention's (8 heads x 4 x 2048) so. */
+ * of MiB of HBM between two winner fetches), and after reading 512 MiB to 4 GiB of HBM (the
+ * GPU's TLBs hold both kinds of pages: how many HBM pages between two fetches evict the winners');
+ * and HashAttention's (8 heads x 4 x 2048) after an L2 flush. */
 static void section_gather_order(link_t *L)
 {
     const size_t rows = 65536, parts = 16;
@@ -505,6 +526,8 @@ static void section_gather_order(link_t *L)
         run_single(L, &wf, "order_win_warm");
         run_single_after(L, &wf, &other, true, "order_win_after");
         run_single_flushed(L, &wf, "order_win_flush");
+        for (size_t mib = 512; mib <= 4096; mib *= 2)
+            run_single_hbm(L, &wf, mib);
         /* HashAttention's: each of a KV head's 4 query heads picks its own 2048 */
         win_offsets(sets, 8, 4 * 2048, 512, region, 9700 + region, L->s[0]);
         work_t w4 = gather_work(L, 0, 512, region, 0, 4 * 16384 * 512, 4 * kb_sm_count(), 0);
