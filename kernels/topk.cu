@@ -2,8 +2,12 @@
  *
  * Per row: three histogram passes over the scores (11, 11 and 10 bits of the
  * order-preserving key); the last block of each pass to finish selects the
- * digit holding the k-th largest (one warp); then one gather pass. Two
- * numbers: 4 * 4n bytes read, 5 launches; no host synchronisation.
+ * digit holding the k-th largest (one warp); then one gather pass, and one
+ * more over the blocks whose ties are taken when not all of them are. Ties
+ * at the k-th largest go by index, lowest first, as the C reference takes
+ * them: the same winners every run (they went in the order the atomics
+ * came, and quantised scores tie by the thousand). About 4 * 4n bytes read,
+ * 6 launches; no host synchronisation.
  */
 #include "kb.h"
 #include "kern.h"
@@ -11,19 +15,23 @@
 
 typedef struct {
     uint32_t prefix, mask, want, cnt_gt, cnt_eq;
+    uint32_t ties;             /* keys equal to the k-th largest's (set by the last pass) */
 } topk_state_t;
 
 struct kb_topk_ws {
-    int max_rows;
+    int max_rows, max_blocks;
     uint32_t *hist;            /* max_rows * KREF_TOPK_BINS */
     topk_state_t *st;          /* max_rows */
     unsigned *done;            /* max_rows: blocks finished in the current pass */
+    uint32_t *eq;              /* max_blocks: ties in each gather block's span */
 };
 
 kb_topk_ws_t *kb_topk_ws_new(int max_rows)
 {
     kb_topk_ws_t *w = (kb_topk_ws_t *)calloc(1, sizeof *w);
     w->max_rows = max_rows;
+    w->max_blocks = max_rows * (4 * kb_sm_count() > 1 ? 4 * kb_sm_count() : 1);
+    CK(cudaMalloc(&w->eq, (size_t)w->max_blocks * sizeof(uint32_t)));
     CK(cudaMalloc(&w->hist, (size_t)max_rows * KREF_TOPK_BINS * sizeof(uint32_t)));
     CK(cudaMalloc(&w->st, (size_t)max_rows * sizeof(topk_state_t)));
     CK(cudaMalloc(&w->done, (size_t)max_rows * sizeof(unsigned)));
@@ -35,6 +43,7 @@ void kb_topk_ws_free(kb_topk_ws_t *w)
     CK(cudaFree(w->hist));
     CK(cudaFree(w->st));
     CK(cudaFree(w->done));
+    CK(cudaFree(w->eq));
     free(w);
 }
 
@@ -44,7 +53,7 @@ __global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, unsigned *don
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
         hist[r * KREF_TOPK_BINS + i] = 0;
     if (threadIdx.x == 0) {
-        topk_state_t s = {0u, 0u, (uint32_t)k, 0u, 0u};
+        topk_state_t s = {0u, 0u, (uint32_t)k, 0u, 0u, 0u};
         st[r] = s;
         done[r] = 0;
     }
@@ -78,6 +87,8 @@ __device__ void topk_select(int pass, topk_state_t *st, const uint32_t *h, int l
         st->prefix |= (uint32_t)d << sh;
         st->mask |= (uint32_t)(nb - 1) << sh;
         st->want = want - acc;
+        if (pass == KREF_TOPK_PASSES - 1)
+            st->ties = h[d];
     }
 }
 
@@ -125,23 +136,83 @@ __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pas
         done[r] = 0;
 }
 
-__global__ void topk_gather_kernel1(const float *__restrict__ x, size_t n, int k,
-                                    topk_state_t *st, uint32_t *__restrict__ idx)
+/* Block b of row r covers [b * span, (b + 1) * span): the keys above the k-th largest's to idx in
+ * any order; its ties too when all are taken, else their count in its span to eq[r][b]. */
+__global__ void topk_gather_kernel1(const float *__restrict__ x, size_t n, size_t span, int k,
+                                    topk_state_t *st, uint32_t *__restrict__ idx, uint32_t *eq)
 {
     int r = blockIdx.y;
     uint32_t tau = st[r].prefix, want = st[r].want;
+    bool all = st[r].ties == want;
     const float *xr = x + r * n;
     uint32_t *out = idx + (size_t)r * k;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    size_t lo = blockIdx.x * span, hi = lo + span < n ? lo + span : n;
+    uint32_t mine = 0;
+    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         uint32_t key = kref_topk_key(xr[i]);
-        if (key > tau) {
+        if (key > tau)
             out[atomicAdd(&st[r].cnt_gt, 1u)] = (uint32_t)i;
-        } else if (key == tau) {
-            uint32_t p = atomicAdd(&st[r].cnt_eq, 1u);
-            if (p < want)
-                out[k - want + p] = (uint32_t)i;
+        else if (key == tau && all)
+            out[k - want + atomicAdd(&st[r].cnt_eq, 1u)] = (uint32_t)i;
+        else if (key == tau)
+            mine++;
+    }
+    if (all)
+        return;
+    mine = __reduce_add_sync(0xffffffffu, mine);
+    __shared__ uint32_t warps[32];
+    if (threadIdx.x % 32 == 0)
+        warps[threadIdx.x / 32] = mine;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t sum = 0;
+        for (int w = 0; w < (int)blockDim.x / 32; w++)
+            sum += warps[w];
+        eq[r * gridDim.x + blockIdx.x] = sum;
+    }
+}
+
+/* Where not every tie is taken: block b takes the ties of its span in index order, ranked after
+ * those of the blocks before it, while the rank is below want (the lowest indices, as the
+ * reference). 256 threads, the span read in tiles of 256. */
+__global__ void topk_ties_kernel1(const float *__restrict__ x, size_t n, size_t span, int k,
+                                  const topk_state_t *st, uint32_t *__restrict__ idx, const uint32_t *eq)
+{
+    int r = blockIdx.y;
+    uint32_t tau = st[r].prefix, want = st[r].want;
+    if (st[r].ties == want)
+        return;
+    __shared__ uint32_t base, warps[8];
+    if (threadIdx.x == 0) {
+        uint32_t b = 0;
+        for (unsigned j = 0; j < blockIdx.x; j++)
+            b += eq[r * gridDim.x + j];
+        base = b;
+    }
+    __syncthreads();
+    const float *xr = x + r * n;
+    uint32_t *out = idx + (size_t)r * k + (k - want);
+    size_t lo = blockIdx.x * span, hi = lo + span < n ? lo + span : n;
+    int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    for (size_t t = lo; t < hi && base < want; t += blockDim.x) {
+        size_t i = t + threadIdx.x;
+        bool tie = i < hi && kref_topk_key(xr[i]) == tau;
+        unsigned ball = __ballot_sync(0xffffffffu, tie);
+        if (lane == 0)
+            warps[wid] = __popc(ball);
+        __syncthreads();
+        uint32_t before = base, total = 0;
+        for (int w = 0; w < (int)blockDim.x / 32; w++) {
+            before += w < wid ? warps[w] : 0;
+            total += warps[w];
         }
+        uint32_t rank = before + __popc(ball & ((1u << lane) - 1u));
+        if (tie && rank < want)
+            out[rank] = (uint32_t)i;
+        __syncthreads();
+        if (threadIdx.x == 0)
+            base += total;
+        __syncthreads();
     }
 }
 
@@ -158,6 +229,9 @@ void kb_topk(const float *x, int rows, size_t n, int k, uint32_t *idx, kb_topk_w
         topk_hist_kernel1<<<grid, 256, 0, s>>>(x, n, pass, w->st, w->hist, w->done);
         CKL();
     }
-    topk_gather_kernel1<<<grid, 256, 0, s>>>(x, n, k, w->st, idx);
+    size_t span = (n + grid.x - 1) / grid.x;
+    topk_gather_kernel1<<<grid, 256, 0, s>>>(x, n, span, k, w->st, idx, w->eq);
+    CKL();
+    topk_ties_kernel1<<<grid, 256, 0, s>>>(x, n, span, k, w->st, idx, w->eq);
     CKL();
 }
