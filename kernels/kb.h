@@ -42,6 +42,7 @@ typedef struct {
     const char *out_path;      /* -o FILE.csv, or NULL for stdout */
     const char *model;         /* --model, default qwen3-8b */
     size_t max_region;         /* --max-region BYTES for host regions */
+    const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc) */
 } kb_opts_t;
 
 /* Percentiles of repeated timings, microseconds. */

@@ -14,7 +14,7 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: kbench link|kernels|step|concurrency [--quick] [-o FILE.csv] "
-                    "[--model NAME] [--max-region GIB]\n");
+                    "[--model NAME] [--max-region GIB] [--only SECTION (link)]\n");
     return 2;
 }
 
@@ -35,6 +35,8 @@ int main(int argc, char **argv)
             o.model = argv[++i];
         else if (!strcmp(argv[i], "--max-region") && i + 1 < argc)
             region_gib = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            o.only = argv[++i];
         else
             return usage();
     }

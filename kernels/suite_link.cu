@@ -471,6 +471,30 @@ static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, s
     free(h);
 }
 
+/* nsets sets of win_offsets' pieces, each head's in a new order in each set (as top-k hands a
+ * step's winners over in the order its atomics come), sets `stride` offsets apart. */
+static void win_offsets_shuffled(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region,
+                                 uint64_t seed, int nsets, size_t stride, cudaStream_t s)
+{
+    size_t span = region / heads;
+    uint64_t *h = (uint64_t *)malloc(heads * k * sizeof *h);
+    for (size_t j = 0; j < heads; j++)
+        for (size_t w = 0; w < k; w++)
+            h[j * k + w] = j * span + kref_mix64(seed + j * k + w) % (span / piece) * piece;
+    for (int set = 0; set < nsets; set++) {
+        for (size_t j = 0; j < heads; j++)
+            for (size_t w = k - 1; w > 0; w--) {   /* Fisher-Yates within the head */
+                size_t o = kref_mix64(seed ^ (0x9e37u + set * heads * k + j * k + w)) % (w + 1);
+                uint64_t t = h[j * k + w];
+                h[j * k + w] = h[j * k + o];
+                h[j * k + o] = t;
+            }
+        CK(cudaMemcpyAsync(d_off + set * stride, h, heads * k * sizeof *h, cudaMemcpyHostToDevice, s));
+        CK(cudaStreamSynchronize(s));
+    }
+    free(h);
+}
+
 /* Where a gather's translations go: 65536 rows of 256 B at regions a doubling apart (256 MiB to
  * 16 GiB), their offsets drawn over the whole region (order_global) or in 16 sub-regions read one
  * after another (order_heads: a step's winner fetch goes head by head, K then V), each from a new
@@ -485,7 +509,9 @@ static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, s
  * flush alone (a step whose index is not gathered by the SMs: its GEMMs and scans stream hundreds
  * of MiB of HBM between two winner fetches), and after reading 512 MiB to 4 GiB of HBM (the
  * GPU's TLBs hold both kinds of pages: how many HBM pages between two fetches evict the winners');
- * and HashAttention's (8 heads x 4 x 2048) after an L2 flush. */
+ * and HashAttention's (8 heads x 4 x 2048) after an L2 flush; and the step's winners in a new
+ * order each repetition (each head's shuffled: top-k hands them over as its atomics come), after a
+ * flush and back to back. */
 static void section_gather_order(link_t *L)
 {
     const size_t rows = 65536, parts = 16;
@@ -533,6 +559,12 @@ static void section_gather_order(link_t *L)
         work_t w4 = gather_work(L, 0, 512, region, 0, 4 * 16384 * 512, 4 * kb_sm_count(), 0);
         w4.off = sets;
         run_single_flushed(L, &w4, "order_win4_flush");
+        /* the step's winners, each head's in a new order every repetition (64 in turn) */
+        win_offsets_shuffled(sets, 8, 2048, 512, region, 9500 + region, nsets, 8 * 2048, L->s[0]);
+        wf.off = sets;
+        wf.nsets = nsets;
+        run_single_flushed(L, &wf, "order_win_shuffle");
+        run_single(L, &wf, "order_win_shuffle_warm");
     }
     CK(cudaFree(sets));
 }
@@ -643,10 +675,39 @@ static int check_gather(link_t *L)
     return bad;
 }
 
+/* The sections run over cudaHostAlloc memory, in order; --only names one to run alone. */
+static const struct {
+    const char *name;
+    void (*run)(link_t *);
+} host_sections[] = {{"ce_sizes", section_ce_sizes},         {"duplex_streams", section_duplex_streams},
+                     {"2d_batch", section_2d_batch},         {"gather_blocks", section_gather_blocks},
+                     {"gather_payloads", section_gather_payloads}, {"gather_rows", section_gather_rows},
+                     {"gather_order", section_gather_order}, {"mixes", section_mixes},
+                     {"pairs", section_pairs},               {"gather_grid", section_gather_grid}};
+
+/* --only: that section alone over cudaHostAlloc memory, for a look at one effect (no time slices,
+ * no other allocator). */
+static int run_only(link_t *L, const char *name)
+{
+    for (size_t i = 0; i < sizeof host_sections / sizeof host_sections[0]; i++)
+        if (!strcmp(host_sections[i].name, name)) {
+            if (kb_host_alloc(&L->hb, L->o->max_region, KB_HOSTALLOC) != 0)
+                return fprintf(stderr, "kbench: link: cudaHostAlloc of the host buffer failed\n"), 2;
+            kb_fill_random(L->hb.ptr, L->o->max_region, 42);
+            int bad = check_gather(L);
+            if (!bad)
+                host_sections[i].run(L);
+            kb_host_free(&L->hb);
+            return bad;
+        }
+    fprintf(stderr, "kbench: link: no section '%s'\n", name);
+    return 2;
+}
+
 int kb_suite_link(const kb_opts_t *o)
 {
     static kb_ts_result_t ts[KB_TS_MAX_RESULTS];
-    int n_ts = kb_timeslice_measure(ts, KB_TS_MAX_RESULTS);   /* forks: before this process starts CUDA */
+    int n_ts = o->only ? 0 : kb_timeslice_measure(ts, KB_TS_MAX_RESULTS);   /* forks: before this process starts CUDA */
     link_t L;
     memset(&L, 0, sizeof L);
     L.o = o;
@@ -659,8 +720,8 @@ int kb_suite_link(const kb_opts_t *o)
     L.max_pieces = 2 * 1024 * 1024;
     for (int i = 0; i < 2; i++)
         CK(cudaMalloc(&L.off[i], L.max_pieces * sizeof(uint64_t)));
-    int fail = 0;
-    for (int a = 0; a < KB_N_ALLOC; a++) {
+    int fail = o->only ? run_only(&L, o->only) : 0;
+    for (int a = 0; a < KB_N_ALLOC && !o->only; a++) {
         size_t bytes = o->max_region;
         if (kb_host_alloc(&L.hb, bytes, (kb_alloc_t)a) != 0) {
             fprintf(stderr, "kbench: link: allocator %s unavailable, skipped\n",
@@ -674,20 +735,13 @@ int kb_suite_link(const kb_opts_t *o)
             continue;
         }
         if (a == KB_HOSTALLOC) {
-            section_ce_sizes(&L);
-            section_duplex_streams(&L);
-            section_2d_batch(&L);
-            section_gather_blocks(&L);
-            section_gather_payloads(&L);
-            section_gather_rows(&L);
-            section_gather_order(&L);
-            section_mixes(&L);
-            section_pairs(&L);
+            for (size_t i = 0; i < sizeof host_sections / sizeof host_sections[0]; i++)
+                host_sections[i].run(&L);
         } else {                                      /* the allocator's effect on each path */
             work_t w = copy_work(&L, W_H2D, 64 * KB_MIB, 4, 0, 0);
             run_single(&L, &w, "b2b");
+            section_gather_grid(&L);
         }
-        section_gather_grid(&L);
         kb_host_free(&L.hb);
     }
     for (int i = 0; i < MAX_STREAMS; i++)
@@ -696,7 +750,7 @@ int kb_suite_link(const kb_opts_t *o)
     CK(cudaFree(L.off[0]));
     CK(cudaFree(L.off[1]));
     kb_timeslice_rows(L.csv, ts, n_ts);
-    if (n_ts < KB_TS_MAX_RESULTS)
+    if (!o->only && n_ts < KB_TS_MAX_RESULTS)
         fprintf(stderr, "kbench: link: %d of %d time-slice measurements failed\n", KB_TS_MAX_RESULTS - n_ts,
                 KB_TS_MAX_RESULTS);
     kb_csv_close(L.csv);
