@@ -153,7 +153,7 @@ const double cost_row_knot_bytes[COST_ROW_KNOTS] = {268435456.0,  536870912.0,  
 const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {
     KNOTS("gather_rows_Mps_"), KNOTS("gather_heads_rows_Mps_"), KNOTS("gather_heads_new_rows_Mps_"),
     KNOTS("gather_pt_rows_Mps_"), KNOTS("gather_heads_pt_rows_Mps_"), KNOTS("gather_after_rows_Mps_"),
-    KNOTS("gather_heads_after_rows_Mps_")};
+    KNOTS("gather_heads_after_rows_Mps_"), KNOTS("gather_heads_shuffle_rows_Mps_")};
 #undef KNOTS
 
 /* The knot at or below region_bytes (0 below the first, the last past it). */
@@ -223,11 +223,20 @@ static void note_row_knots(const cost_t *c, cost_rows_t table, double region_byt
     if (region_bytes > cost_row_knot_bytes[last]) calib_note_outside(c->cal, names[last]);
 }
 
-/* An SM gather (cost_transfer's forms on the SMs) run `at`; with `at` COST_GATHER_AFTER the share
- * `evicted` of its rows (0..1) at the _after tables, the rest at the step's (`evicted` is read only
- * then). */
+/* Rows per second of a step's gather head by head whose GPU keeps `translations` (its own rows'
+ * and the step's other gathers'): the warm share at the _shuffle table, the rest cold. */
+static double step_heads_rows_per_s(const cost_t *c, double region_bytes, double translations)
+{
+    double cold = cost_gather_cold_share(c, translations);
+    return 1.0 / ((1.0 - cold) / rows_cold_per_s(c, region_bytes, COST_ROWS_HEADS_SHUFFLE) +
+                  cold / rows_cold_per_s(c, region_bytes, COST_ROWS_HEADS));
+}
+
+/* An SM gather (cost_transfer's forms on the SMs) run `at`, its rows warm while the GPU keeps `tlb`
+ * address translations (INFINITY: all cold); with `at` COST_GATHER_AFTER the share `evicted` of its
+ * rows (0..1) cold at the _after tables, the rest as in a step (`evicted` is read only then). */
 static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
-                        double region_bytes, cost_gather_at_t at, double evicted, plan_op_t *op)
+                        double region_bytes, cost_gather_at_t at, double evicted, double tlb, plan_op_t *op)
 {
     double piece = bytes / pieces;
     bool prefix = form == COST_SM_PREFIX || form == COST_SM_ZC_SCAN;
@@ -235,12 +244,14 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
     op->exec = PLAN_EXEC_GPU;
     set_uses(op, p->gather, p->n_gather);
     double blocks_rate = c->gather_blocks * c->gather_block_Bps;
-    double tlb = at == COST_GATHER_ALONE ? cost_gather_translations(c, pieces, region_bytes) : INFINITY;
-    /* the evicted share e of the rows at the table of `at`, the rest at the step's */
-    double e = at == COST_GATHER_AFTER ? fmin(fmax(evicted, 0), 1) : 1;
-    cost_rows_t table = cost_gather_table(c, form, bytes, at), kept = cost_gather_table(c, form, bytes, COST_GATHER_STEP);
-    double per_row_s = (e > 0 ? e / cost_gather_rows_per_s(c, region_bytes, tlb, table) : 0) +
-                       (e < 1 ? (1 - e) / cost_gather_rows_per_s(c, region_bytes, tlb, kept) : 0);
+    double e = at == COST_GATHER_AFTER ? fmin(fmax(evicted, 0), 1) : 0;
+    cost_rows_t after = cost_gather_table(c, form, bytes, COST_GATHER_AFTER);
+    cost_rows_t kept = cost_gather_table(c, form, bytes, at == COST_GATHER_AFTER ? COST_GATHER_STEP : at);
+    bool step_heads = at != COST_GATHER_ALONE && kept == COST_ROWS_HEADS;
+    double kept_rate = step_heads ? step_heads_rows_per_s(c, region_bytes, tlb)
+                                  : cost_gather_rows_per_s(c, region_bytes, at == COST_GATHER_ALONE ? tlb : INFINITY, kept);
+    double per_row_s = (e > 0 ? e / cost_gather_rows_per_s(c, region_bytes, INFINITY, after) : 0) +
+                       (e < 1 ? (1 - e) / kept_rate : 0);
     double rows_rate = piece * eff / per_row_s;
     op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
     if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
@@ -257,10 +268,14 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
         calib_note(c->cal, "gather_blocks", NAN);
     }
     if (rows_rate < op->cost.cap_rate) {
-        if (e > 0) note_row_knots(c, table, region_bytes, piece);
+        if (e > 0) note_row_knots(c, after, region_bytes, piece);
         if (e < 1) note_row_knots(c, kept, region_bytes, piece);
-        calib_note(c->cal, cost_row_names[COST_ROWS_ANY][0], piece);   /* the warm rows' rate */
-        if (isfinite(tlb) && table != COST_ROWS_HEADS_NEW) {
+        /* in a step, noted where some rows stay warm (past twice gather_warm_rows the value no longer matters) */
+        bool warm = e < 1 && isfinite(tlb) &&
+                    (at == COST_GATHER_ALONE ? kept != COST_ROWS_HEADS_NEW : step_heads && cost_gather_cold_share(c, tlb) < 1);
+        if (warm && step_heads) note_row_knots(c, COST_ROWS_HEADS_SHUFFLE, region_bytes, piece);
+        else calib_note(c->cal, cost_row_names[COST_ROWS_ANY][0], piece);   /* the warm rows' rate */
+        if (warm) {
             calib_note(c->cal, "gather_warm_rows", tlb);
             calib_note(c->cal, "host_page_bytes", NAN);
         }
@@ -273,33 +288,49 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
     calib_note(c->cal, "launch_us", NAN);
 }
 
-void cost_transfer_after(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
-                         double region_bytes, double evicting, plan_op_t *op)
+/* The pieces (at least 1) of a transfer of `bytes`, set on op with its work; its ceiling unset. */
+static double xfer_begin(double bytes, double pieces, plan_op_t *op)
 {
-    double share = cost_gather_cold_share(c, evicting);
-    if (!sm_form(form) || !(share > 0)) {
-        cost_transfer(c, p, form, true, bytes, pieces, region_bytes, COST_GATHER_STEP, op);
-        return;
-    }
     if (pieces < 1) pieces = 1;
     op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
     op->cost.work = bytes;
     op->cost.cap_rate = 0;
-    sm_transfer(c, p, form, bytes, pieces, region_bytes, COST_GATHER_AFTER, share, op);
+    return pieces;
+}
+
+void cost_transfer_after(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
+                         double region_bytes, double evicting, double step_translations, plan_op_t *op)
+{
+    double share = cost_gather_cold_share(c, evicting);
+    if (!sm_form(form) || !(share > 0)) {
+        cost_transfer_step(c, p, form, bytes, pieces, region_bytes, step_translations, op);
+        return;
+    }
+    pieces = xfer_begin(bytes, pieces, op);
+    sm_transfer(c, p, form, bytes, pieces, region_bytes, COST_GATHER_AFTER, share, step_translations, op);
     calib_note(c->cal, "gather_warm_rows", evicting);
     calib_note(c->cal, "host_page_bytes", NAN);
+}
+
+void cost_transfer_step(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
+                        double region_bytes, double step_translations, plan_op_t *op)
+{
+    if (!sm_form(form)) {
+        cost_transfer(c, p, form, true, bytes, pieces, region_bytes, COST_GATHER_STEP, op);
+        return;
+    }
+    pieces = xfer_begin(bytes, pieces, op);
+    sm_transfer(c, p, form, bytes, pieces, region_bytes, COST_GATHER_STEP, 0, step_translations, op);
 }
 
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op)
 {
-    if (pieces < 1) pieces = 1;
+    pieces = xfer_begin(bytes, pieces, op);
     double piece = bytes / pieces;
-    op->pieces = (uint32_t)fmin(pieces, 4294967295.0);
-    op->cost.work = bytes;
-    op->cost.cap_rate = 0;
     if (sm_form(form)) {
-        sm_transfer(c, p, form, bytes, pieces, region_bytes, at, 1.0, op);
+        double tlb = at == COST_GATHER_ALONE ? cost_gather_translations(c, pieces, region_bytes) : INFINITY;
+        sm_transfer(c, p, form, bytes, pieces, region_bytes, at, 1.0, tlb, op);
         return;
     }
     op->exec = h2d ? PLAN_EXEC_COPY_H2D : PLAN_EXEC_COPY_D2H;

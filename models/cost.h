@@ -67,12 +67,14 @@ int cost_scan_form(int family, const char *form);
  * page-table entries are still in L2 (a gather re-reading its rows back to back, its bytes fewer
  * than the L2 holds: kbench's kernels suite times its winner fetches so); and the two again right
  * after another gather of many rows over host memory (a step's winner fetch after its SM index
- * fetch: what translation state the one leaves the other). After a flush of the L2, or between the
- * layers of a step, each translation that misses the GPU's TLBs reads its entry from memory. */
+ * fetch: what translation state the one leaves the other); and head by head the same rows in a new
+ * order each time (a step re-reading its winners as top-k hands them over: each row comes to other
+ * SMs than before, whose TLBs hold other rows' translations). After a flush of the L2, or between
+ * the layers of a step, each translation that misses the GPU's TLBs reads its entry from memory. */
 #define COST_ROW_KNOTS 7
 typedef enum {
     COST_ROWS_ANY, COST_ROWS_HEADS, COST_ROWS_HEADS_NEW, COST_ROWS_ANY_PT, COST_ROWS_HEADS_PT, COST_ROWS_ANY_AFTER,
-    COST_ROWS_HEADS_AFTER, COST_ROW_TABLES
+    COST_ROWS_HEADS_AFTER, COST_ROWS_HEADS_SHUFFLE, COST_ROW_TABLES
 } cost_rows_t;
 extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
 extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
@@ -150,8 +152,10 @@ typedef enum {
     COST_GATHER_ALONE, /* re-reading its rows back to back, as kbench times a gather alone: it keeps
                         * their translations up to gather_warm_rows, and their page-table entries
                         * stay in L2 while its bytes fit there */
-    COST_GATHER_STEP,  /* in a step: the winners change, top-k hands them over in another order and a
-                        * model's layers touch far more pages than the GPU caches; all cold */
+    COST_GATHER_STEP,  /* in a step: rows head by head keep their translations while the SM gathers
+                        * of a whole step (every layer's, its own among them) touch no more than the
+                        * GPU keeps (cost_transfer_step; a model's layers touch far more), but come
+                        * in a new order (the _shuffle table); other rows all cold */
     COST_GATHER_AFTER  /* in a step right after a gather of many rows over host memory (a winner fetch
                         * after the SM index fetch): cold, and the _after tables */
 } cost_gather_at_t;
@@ -161,13 +165,21 @@ typedef enum {
  * runs `at` (cost_gather_at_t). */
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op);
-/* As cost_transfer (host→device) for a gather run in a step right after another gather over host
- * memory that touched `evicting` address translations: the share of its rows whose translations
- * that gather evicted (cost_gather_cold_share of `evicting`: none while they fit in what the GPU
- * keeps, gather_warm_rows, all from twice that) at the _after tables, the rest as in a step
- * (COST_GATHER_STEP). A copy-engine form is as in a step. */
+/* As cost_transfer (host→device) for a gather run in a step whose SM gathers touch
+ * step_translations address translations from one run of it to the next, its own among them
+ * (cost_gather_translations of each): rows head by head (COST_SM_HEADS) kept warm by
+ * cost_gather_cold_share of them go at the _shuffle table (the same rows in a new order: kbench's
+ * order_win_shuffle), the rest cold at the step's table; other forms all cold. A copy-engine form
+ * is as cost_transfer's in a step. */
+void cost_transfer_step(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
+                        double region_bytes, double step_translations, plan_op_t *op);
+/* As cost_transfer_step for a gather run right after another gather over host memory that touched
+ * `evicting` address translations: the share of its rows whose translations that gather evicted
+ * (cost_gather_cold_share of `evicting`: none while they fit in what the GPU keeps,
+ * gather_warm_rows, all from twice that) cold at the _after tables, the rest as cost_transfer_step's.
+ * A copy-engine form is as in a step. */
 void cost_transfer_after(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
-                         double region_bytes, double evicting, plan_op_t *op);
+                         double region_bytes, double evicting, double step_translations, plan_op_t *op);
 /* Address translations (host pages) an SM gather of `pieces` rows over region_bytes touches: one per
  * row, at most one per host page of the region. */
 double cost_gather_translations(const cost_t *c, double pieces, double region_bytes);

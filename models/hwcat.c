@@ -96,6 +96,13 @@ static const hwp_def_t cost_defs[] = {
     POS("gather_heads_after_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB, after another gather over host memory"),
     POS("gather_heads_after_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB, after another gather over host memory"),
     POS("gather_heads_after_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB, after another gather over host memory"),
+    POS("gather_heads_shuffle_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, the same rows head by head over 256 MiB in a new order each time (a step's winners re-read as top-k hands them over)"),
+    POS("gather_heads_shuffle_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, the same rows head by head over 512 MiB in a new order each time (a step's winners re-read as top-k hands them over)"),
+    POS("gather_heads_shuffle_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 1 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
+    POS("gather_heads_shuffle_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 2 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
+    POS("gather_heads_shuffle_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 4 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
+    POS("gather_heads_shuffle_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 8 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
+    POS("gather_heads_shuffle_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 16 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
     POS("gather_warm_rows", "rows", "SM gather re-reading its rows: up to this many keep their address translations cached "
         "(the 256 MiB rate); from twice as many every row pays its region's rate"),
     NONNEG("prefix_gather_latency_us", "us", "fixed time of the SM index fetch (each chunk's plane prefixes)"),

@@ -88,6 +88,7 @@ typedef struct builder {
     err_t *e;
     cost_gather_at_t gather_at; /* where its SM gathers run (the layer's) */
     double evicting;            /* COST_GATHER_AFTER: the translations the gather before touched */
+    double step_translations;   /* what the step's SM gathers touch, every layer's (cost_transfer_step) */
 } builder_t;
 
 static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_deps, uint32_t *id)
@@ -193,7 +194,10 @@ static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, boo
     int stream = !h2d ? STREAM_D2H : form == COST_CE || form == COST_CE_BATCH || form == COST_CE_STRIDED ? STREAM_H2D : STREAM_GATHER;
     plan_op_t op = op_new(kind, layer, stream);
     if (b->gather_at == COST_GATHER_AFTER && h2d)
-        cost_transfer_after(&b->p->cost, &b->p->paths, form, bytes, pieces, region, b->evicting, &op);
+        cost_transfer_after(&b->p->cost, &b->p->paths, form, bytes, pieces, region, b->evicting, b->step_translations,
+                            &op);
+    else if (b->gather_at == COST_GATHER_STEP && h2d)
+        cost_transfer_step(&b->p->cost, &b->p->paths, form, bytes, pieces, region, b->step_translations, &op);
     else
         cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->gather_at, &op);
     op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
@@ -302,6 +306,24 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
     return ERR_OK;
 }
 
+/* Address translations the SM gathers of one step touch, every layer's: the index where the SMs
+ * fetch it, the winners where the SMs gather them (each layer's rows over its own region). */
+static double step_translations(const provider_t *p, const plan_request_t *req, bool prefill, bool idx_sm,
+                                bool win_sm)
+{
+    uint32_t nt = req->new_tokens ? req->new_tokens : 1;
+    double sum = 0;
+    for (int l = 0; l < method_llm(p->mt)->layers; l++) {
+        method_layer_t ly;
+        method_layer(p->mt, l, req->context_tokens, nt, prefill, &ly);
+        if (idx_sm && ly.index_host_bytes > 0)
+            sum += cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
+        if (win_sm && ly.winner_host_bytes > 0)
+            sum += cost_gather_translations(&p->cost, ly.winner_pieces, ly.kv_region_bytes);
+    }
+    return sum;
+}
+
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
     int rc = resolve_paths(p, sim, gpu, e);
@@ -312,7 +334,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     bool prefill = req->phase == PLAN_PREFILL;
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
-    builder_t b = {p, out, e, 0, 0};
+    builder_t b = {p, out, e, 0, 0, INFINITY};
     bool dense = c->method == METHOD_DENSE;
     bool exact = dense || (prefill && c->prefill == PREFILL_EXACT);
     bool query_dependent = !prefill && (c->method == METHOD_SPARQ || c->method == METHOD_FATHOM);
@@ -329,10 +351,11 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                            : method_layout(mt) == LAYOUT_TOKEN ? COST_SM_GATHER
                            : c->winners                        ? COST_SM_HEADS_NEW
                                                                : COST_SM_HEADS;
+    if (!exact) b.step_translations = step_translations(p, req, prefill, idx_form != COST_CE, win_form != COST_CE_BATCH);
     for (int l = 0; !rc && l < L; l++) {
         method_layer_t ly;
         method_layer(mt, l, req->context_tokens, nt, prefill, &ly);
-        /* a step's gathers are cold; only a gather timed alone keeps what it touched */
+        /* a gather timed alone keeps what it touched; in a step, what the step's gathers leave */
         b.gather_at = p->gathers_alone ? COST_GATHER_ALONE : COST_GATHER_STEP;
         bool idx_sm = idx_form != COST_CE && ly.index_host_bytes > 0;
         uint32_t qkv, wf = UINT32_MAX, fetch = UINT32_MAX, tail = UINT32_MAX, attn = UINT32_MAX;

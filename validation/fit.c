@@ -772,12 +772,13 @@ static int fit_gather_tlb(fit_t *f, const sel_t *rows, const calib_t *seed, err_
     return rc;
 }
 
-/* The cold share of a link-suite gather of `variant`: re-read rows ("..._reread" after an L2 flush,
- * "..._warm" back to back) as cold_share gives it; rows in a new set every repetition, or with
- * another gather between ("..._after"), all cold. */
+/* The cold share of a link-suite gather of `variant`: re-read rows ("..._reread" or "..._flush"
+ * after an L2 flush, "..._warm" back to back) as cold_share gives it; rows in a new set every
+ * repetition, or with another gather between ("..._after"), all cold. */
 static double variant_cold_share(const char *variant, double pieces, double warm_rows)
 {
-    return strstr(variant, "_reread") || strstr(variant, "_warm") ? cold_share(pieces, log2(warm_rows)) : 1;
+    bool reread = strstr(variant, "_reread") || strstr(variant, "_flush") || strstr(variant, "_warm");
+    return reread ? cold_share(pieces, log2(warm_rows)) : 1;
 }
 
 /* A knot's cold row rate (Mrows/s) from the link suite's rows of `variant` (256 B, or 512 B) at its
@@ -844,15 +845,18 @@ static void knot_or(fit_t *f, const sel_t *rows, const char *variant, const char
 /* The row-rate knots the grid does not give (models/cost.h): between its knots (512 MiB, 2 and
  * 8 GiB) from re-read rows over the whole region (order_global_reread), else the geometric mean of
  * the neighbours (the log-linear curve between them); and each knot for rows read head by head
- * (order_heads_reread: 16 parts of the region in turn, as a winner fetch goes), else the knot of
- * rows in any order (where nothing binds the row rate, or without such rows); head by head with a
+ * from a step's winner fetch of 65536 rows of 512 B re-read after an L2 flush (order_win4_flush:
+ * HashAttention's, 4 x 2048 per head; the 16384 of the others' stay warm), else from 256 B rows
+ * (order_heads_reread: 16 parts of the region in turn), else the knot of rows in any order (where nothing binds the row rate, or without such rows); head by head with a
  * new set every repetition (order_heads: every row cold), else the re-read head-by-head knot; and
  * the two re-read tables again from rows read back to back with no flush between, their page-table
  * entries still in L2 (order_global_warm, order_heads_warm), else the flushed knot; and the two
  * with another gather between repetitions (order_global_after, and for the rows head by head the
  * step suite's winner fetch after another gather and an L2 flush, order_win_after: 16384 rows of
  * 512 B, else the kernels suite's K/V winner rows, order_kv_after), every row cold, else the
- * flushed knot. */
+ * flushed knot; and the step's winner fetch with each head's rows in a new order every repetition
+ * after an L2 flush (order_win_shuffle: a step re-reading its winners as top-k hands them over),
+ * every row at it, else the flushed head-by-head knot (every row cold, as before it was measured). */
 static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
 {
     const char *const *any = cost_row_names[COST_ROWS_ANY], *const *heads_n = cost_row_names[COST_ROWS_HEADS];
@@ -872,7 +876,8 @@ static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, er
         }
     double heads[COST_ROW_KNOTS], v;
     for (int k = 0; k < COST_ROW_KNOTS; k++)
-        knot_or(f, rows, "order_heads_reread", heads_n[k], k, g, any[k], knot[k], &heads[k]);
+        if (!knot_fit(f, rows, "order_win4_flush", heads_n[k], k, g, &heads[k]))
+            knot_or(f, rows, "order_heads_reread", heads_n[k], k, g, any[k], knot[k], &heads[k]);
     for (int k = 0; k < COST_ROW_KNOTS; k++) {
         knot_or(f, rows, "order_heads", cost_row_names[COST_ROWS_HEADS_NEW][k], k, g, heads_n[k], heads[k], &v);
         knot_or(f, rows, "order_global_warm", cost_row_names[COST_ROWS_ANY_PT][k], k, g, any[k], knot[k], &v);
@@ -880,6 +885,7 @@ static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, er
         knot_or(f, rows, "order_global_after", cost_row_names[COST_ROWS_ANY_AFTER][k], k, g, any[k], knot[k], &v);
         if (!knot_fit(f, rows, "order_win_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, &v))
             knot_or(f, rows, "order_kv_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, heads_n[k], heads[k], &v);
+        knot_or(f, rows, "order_win_shuffle", cost_row_names[COST_ROWS_HEADS_SHUFFLE][k], k, g, heads_n[k], heads[k], &v);
     }
     return ERR_OK;
 }

@@ -480,8 +480,9 @@ Test(cost, page_table_entries_stay_in_l2_only_alone_and_small)
  * their page-table entries in L2 (gather_heads_pt_rows_Mps_4GiB); in a step at the one without; in
  * a step whose index the SMs gather from the host as well, at the rate after another gather
  * (gather_heads_after_rows_Mps_4GiB), that fetch's translations (far more than 10000) having evicted
- * theirs, but at the step's rate where the GPU keeps 1e9; with the index copied by the copy engine,
- * at the step's. */
+ * theirs; with the index copied by the copy engine, at the step's. Where the GPU keeps 1e9, every
+ * layer's rows keep their translations from one step to the next, and come in a new order: the
+ * _shuffle rate (gather_heads_shuffle_rows_Mps_4GiB). */
 Test(cost, winner_fetch_alone_reads_the_page_table_rate)
 {
     tmachine_t t;
@@ -489,22 +490,52 @@ Test(cost, winner_fetch_alone_reads_the_page_table_rate)
     set(t.cal, "gather_heads_rows_Mps_4GiB", 40);
     set(t.cal, "gather_heads_pt_rows_Mps_4GiB", 70);
     set(t.cal, "gather_heads_after_rows_Mps_4GiB", 30);
+    set(t.cal, "gather_heads_shuffle_rows_Mps_4GiB", 50);
     cost_t c;
     cost_paths_t paths;
-    static const struct { const char *yaml; bool alone; double warm, Mps; } cases[6] = {
+    static const struct { const char *yaml; bool alone; double warm, Mps; } cases[7] = {
         {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 1e4, 70},
         {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e4, 40},
         {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e4, 30},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e9, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e9, 50},
         {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 1e4, 70}};
-    for (int i = 0; i < 6; i++) {
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e9, 50}};
+    for (int i = 0; i < 7; i++) {
         set(t.cal, "gather_warm_rows", cases[i].warm);
         cost_ready(&t, &c, &paths);
         int seen;
         double s = winner_s_per_row(&t, &paths, cases[i].yaml, cases[i].alone, 512, &seen);
         cr_expect_float_eq(s, 1 / (cases[i].Mps * 1e6), 1e-6 / 40e6, "case %d: %g s/row", i, s);
         cr_expect_eq(seen, 36);
+    }
+    th_machine_free(&t);
+}
+
+/* A step's winner fetch head by head finds its rows' translations while the step's SM gathers,
+ * every layer's, touch no more than the GPU keeps: 32768 rows per layer, gather_warm_rows 1e5. One
+ * layer (kbench's step): none cold, every row at the _shuffle rate (the same rows in a new order),
+ * 50M/s. 36 layers: 36·32768 past twice 1e5, all cold at the step's table, 40M/s. Two layers:
+ * 65536 translations, cold share log2(65536/1e5) < 0: none. Four: 131072, log2(1.31072) = 0.39 of
+ * the rows cold: 1/rate = 0.61/50M + 0.39/40M. */
+Test(cost, a_step_keeps_its_winners_while_its_gathers_fit)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "gather_warm_rows", 1e5);
+    set(t.cal, "gather_heads_rows_Mps_4GiB", 40);
+    set(t.cal, "gather_heads_shuffle_rows_Mps_4GiB", 50);
+    cost_t c;
+    cost_paths_t paths;
+    const struct { int layers; double cold; } cases[] = {{1, 0}, {2, 0}, {4, log2(131072 / 1e5)}, {36, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        t.m.layers = cases[i].layers;
+        cost_ready(&t, &c, &paths);
+        int seen;
+        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 512, &seen);
+        double e = cases[i].cold, want = (1 - e) / 50e6 + e / 40e6;
+        cr_expect_float_eq(s, want, 1e-4 * want, "%d layers: %g s/row, want %g", cases[i].layers, s, want);
+        cr_expect_eq(seen, cases[i].layers);
     }
     th_machine_free(&t);
 }
@@ -529,7 +560,7 @@ Test(cost, winners_after_a_gather_pay_for_what_it_evicted)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         plan_op_t op;
         memset(&op, 0, sizeof op);
-        cost_transfer_after(&c, &paths, COST_SM_HEADS, rows * 512, rows, region, cases[i].evicting, &op);
+        cost_transfer_after(&c, &paths, COST_SM_HEADS, rows * 512, rows, region, cases[i].evicting, INFINITY, &op);
         double per_row = NAN;
         for (uint32_t u = 0; u < op.n_uses; u++)
             if (op.uses[u].res == paths.rows) per_row = op.uses[u].coef * 512;
@@ -539,7 +570,7 @@ Test(cost, winners_after_a_gather_pay_for_what_it_evicted)
     plan_op_t a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    cost_transfer_after(&c, &paths, COST_CE_BATCH, rows * 512, rows, region, 1e7, &a);
+    cost_transfer_after(&c, &paths, COST_CE_BATCH, rows * 512, rows, region, 1e7, INFINITY, &a);
     cost_transfer(&c, &paths, COST_CE_BATCH, true, rows * 512, rows, region, COST_GATHER_STEP, &b);
     cr_expect_eq(memcmp(&a, &b, sizeof a), 0, "a copy-engine fetch after a gather differs from one in a step");
     th_machine_free(&t);

@@ -300,6 +300,27 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         if (keep) gsl_rng_memcpy(o.rng, keep);
         gsl_rng_free(keep);
     }
+    /* HashAttention's winner fetch, 65536 rows of 512 B at 4 GiB re-read after an L2 flush: the
+     * cold share of its rows at the truth's rate, the rest warm (none without a truth for it) */
+    if (t->win4_flush_rows_Mps_4GiB > 0) {
+        gsl_rng *keep = gsl_rng_clone(o.rng);
+        double n = 65536, m = fmin(1, fmax(0, log2(n / t->gather_warm_rows)));
+        double us = n * ((1 - m) / rows_at(t, 0) + m / (t->win4_flush_rows_Mps_4GiB * 1e6)) * 1e6;
+        row(&o, "link", "sm_gather", "order_win4_flush", -1, -1, 512, 4 * GIB, n, 528, "alone", n * 512,
+            t->gather_latency_us + fmax(us, n * 512 / (t->gather_peak_GBps * 1e3)), -1, "", 1, -1);
+        if (keep) gsl_rng_memcpy(o.rng, keep);
+        gsl_rng_free(keep);
+    }
+    /* the step's winner fetch with each head's rows in a new order every repetition, after an L2
+     * flush: every row at the truth's rate (none without a truth for it) */
+    if (t->win_shuffle_rows_Mps_4GiB > 0) {
+        gsl_rng *keep = gsl_rng_clone(o.rng);
+        row(&o, "link", "sm_gather", "order_win_shuffle", -1, -1, 512, 4 * GIB, 16384, 528, "alone", 16384 * 512.0,
+            t->gather_latency_us + fmax(16384 / t->win_shuffle_rows_Mps_4GiB, 16384 * 512.0 / (t->gather_peak_GBps * 1e3)),
+            -1, "", 1, -1);
+        if (keep) gsl_rng_memcpy(o.rng, keep);
+        gsl_rng_free(keep);
+    }
     int bad = fclose(o.fp) != 0;
     /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
     o.fp = open_csv(dir, "kernels.csv", "kernels", device);

@@ -3,6 +3,7 @@
  * when a fit cannot converge. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,21 +178,52 @@ Test(fit, exact_data_gives_exact_parameters)
     fixture_free(&fx);
 }
 
+/* A knot that the link suite's winner-fetch rows give where a run has them: `param` fitted with the
+ * synthetic rows of truth field `field` at `value`, and without them (the field 0) as its fallback:
+ * the fitted `fallback` (a parameter's name), else `fallback_value`. */
+static void knot_from_rows_where_measured(size_t field, double value, const char *param, const char *fallback,
+                                          double fallback_value)
+{
+    for (int with = 0; with < 2; with++) {
+        synth_truth_t t;
+        synth_default(&t);
+        *(double *)((char *)&t + field) = with ? value : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        double want = with ? value : fallback ? fit_find(fx.fit, fallback)->value : fallback_value;
+        cr_assert_float_eq(fit_find(fx.fit, param)->value, want, want * 1e-3, "%s with the rows: %d", param, with);
+        fixture_free(&fx);
+    }
+}
+
 /* The rows head by head after another gather: the step's winner fetch (order_win_after) where the
  * link suite has it, else the kernels suite's K/V rows (order_kv_after, the runs before 01:24). */
 Test(fit, after_rows_come_from_the_winner_fetch_where_measured)
 {
     synth_truth_t t;
     synth_default(&t);
-    for (int with = 0; with < 2; with++) {
-        t.win_after_rows_Mps_4GiB = with ? 28 : 0;
-        fixture_t fx = {0};
-        fit_synthetic(&fx, &t, 0, 1);
-        double want = with ? 28 : t.heads_after_rows_Mps_4GiB;
-        cr_assert_float_eq(fit_find(fx.fit, "gather_heads_after_rows_Mps_4GiB")->value, want, want * 1e-3,
-                           "with the winner rows: %d", with);
-        fixture_free(&fx);
-    }
+    knot_from_rows_where_measured(offsetof(synth_truth_t, win_after_rows_Mps_4GiB), 28,
+                                  "gather_heads_after_rows_Mps_4GiB", NULL, t.heads_after_rows_Mps_4GiB);
+}
+
+/* The rows head by head re-read in a step: HashAttention's winner fetch after an L2 flush
+ * (order_win4_flush: 65536 rows of 512 B, their cold share at the knot's rate) where the link
+ * suite has it, else 256 B rows in 16 parts (order_heads_reread, the runs before 06:41). */
+Test(fit, heads_rows_come_from_the_winner_fetch_where_measured)
+{
+    synth_truth_t t;
+    synth_default(&t);
+    knot_from_rows_where_measured(offsetof(synth_truth_t, win4_flush_rows_Mps_4GiB), 33, "gather_heads_rows_Mps_4GiB",
+                                  NULL, t.heads_rows_Mps[1]);
+}
+
+/* The same rows head by head in a new order each time: the step's winner fetch shuffled
+ * (order_win_shuffle) where the link suite has it, else the flushed head-by-head knot (the runs
+ * before 07:32: every row cold, as the model had it). */
+Test(fit, shuffled_rows_come_from_the_winner_fetch_where_measured)
+{
+    knot_from_rows_where_measured(offsetof(synth_truth_t, win_shuffle_rows_Mps_4GiB), 45,
+                                  "gather_heads_shuffle_rows_Mps_4GiB", "gather_heads_rows_Mps_4GiB", 0);
 }
 
 Test(fit, profile_is_loadable_and_records_its_sources)
