@@ -108,6 +108,19 @@ __global__ void l2_evict_kernel1(const uint4 *__restrict__ buf, size_t n, unsign
         sink[blockIdx.x] = acc;
 }
 
+/* Reads the first `bytes` of a device buffer of `size` bytes allocated (and filled) on first use. */
+static void read_buffer(void **buf, unsigned **sink, size_t size, size_t bytes, cudaStream_t s)
+{
+    if (!*buf) {
+        CK(cudaMalloc(buf, size));
+        CK(cudaMalloc(sink, 4096 * sizeof **sink));
+        CK(cudaMemset(*buf, 0x5a, size));
+        CK(cudaDeviceSynchronize());
+    }
+    l2_evict_kernel1<<<4 * kb_sm_count(), 256, 0, s>>>((const uint4 *)*buf, (bytes < size ? bytes : size) / 16, *sink);
+    CKL();
+}
+
 /* Evicts the L2 by reading a buffer four times its size: the lines it leaves are clean, so a timed
  * kernel after it pays no write-back of the flush's own lines (a memset would leave up to the whole
  * L2 dirty, ~15 us of write-back on an H200 competing with the kernel's reads). */
@@ -115,18 +128,13 @@ void kb_l2_flush(cudaStream_t s)
 {
     static void *buf;
     static unsigned *sink;
-    static size_t bytes;
-    if (!buf) {
+    static size_t size;
+    if (!size) {
         int l2;
         CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-        bytes = 4 * (size_t)l2;
-        CK(cudaMalloc(&buf, bytes));
-        CK(cudaMalloc(&sink, 4096 * sizeof *sink));
-        CK(cudaMemset(buf, 0x5a, bytes));
-        CK(cudaDeviceSynchronize());
+        size = 4 * (size_t)l2;
     }
-    l2_evict_kernel1<<<4 * kb_sm_count(), 256, 0, s>>>((const uint4 *)buf, bytes / 16, sink);
-    CKL();
+    read_buffer(&buf, &sink, size, size, s);
 }
 
 /* Reads the first `bytes` (at most 4 GiB) of a device buffer of its own, as kb_l2_flush does: the
@@ -136,15 +144,7 @@ void kb_hbm_read(size_t bytes, cudaStream_t s)
 {
     static void *buf;
     static unsigned *sink;
-    const size_t max = 4 * KB_GIB;
-    if (!buf) {
-        CK(cudaMalloc(&buf, max));
-        CK(cudaMalloc(&sink, 4096 * sizeof *sink));
-        CK(cudaMemset(buf, 0x5a, max));
-        CK(cudaDeviceSynchronize());
-    }
-    l2_evict_kernel1<<<4 * kb_sm_count(), 256, 0, s>>>((const uint4 *)buf, (bytes < max ? bytes : max) / 16, sink);
-    CKL();
+    read_buffer(&buf, &sink, 4 * KB_GIB, bytes, s);
 }
 
 const kb_model_t *kb_model(const char *name)

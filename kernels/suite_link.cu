@@ -456,31 +456,34 @@ static void kv_pair_offsets(uint64_t *d_off, size_t rows, size_t region, uint64_
     free(h);
 }
 
-/* One set of a step's winner fetch (step suite): heads x k pieces of `piece` bytes (a token's K and
- * V side by side), head j's drawn from its 1/heads of the region, in no order. */
-static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region, uint64_t seed,
-                        cudaStream_t s)
+/* One set of a step's winner fetch (step suite), on the host: heads x k pieces of `piece` bytes (a
+ * token's K and V side by side), head j's drawn from its 1/heads of the region, in no order. */
+static uint64_t *win_host(size_t heads, size_t k, size_t piece, size_t region, uint64_t seed)
 {
     size_t span = region / heads;
     uint64_t *h = (uint64_t *)malloc(heads * k * sizeof *h);
     for (size_t j = 0; j < heads; j++)
         for (size_t w = 0; w < k; w++)
             h[j * k + w] = j * span + kref_mix64(seed + j * k + w) % (span / piece) * piece;
+    return h;
+}
+
+/* win_host's set to the device. */
+static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region, uint64_t seed,
+                        cudaStream_t s)
+{
+    uint64_t *h = win_host(heads, k, piece, region, seed);
     CK(cudaMemcpyAsync(d_off, h, heads * k * sizeof *h, cudaMemcpyHostToDevice, s));
     CK(cudaStreamSynchronize(s));
     free(h);
 }
 
-/* nsets sets of win_offsets' pieces, each head's in a new order in each set (as top-k hands a
- * step's winners over in the order its atomics come), sets `stride` offsets apart. */
+/* nsets sets of win_host's pieces, each head's in a new order in each set (as top-k hands a step's
+ * winners over in the order its atomics come), sets `stride` offsets apart. */
 static void win_offsets_shuffled(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region,
                                  uint64_t seed, int nsets, size_t stride, cudaStream_t s)
 {
-    size_t span = region / heads;
-    uint64_t *h = (uint64_t *)malloc(heads * k * sizeof *h);
-    for (size_t j = 0; j < heads; j++)
-        for (size_t w = 0; w < k; w++)
-            h[j * k + w] = j * span + kref_mix64(seed + j * k + w) % (span / piece) * piece;
+    uint64_t *h = win_host(heads, k, piece, region, seed);
     for (int set = 0; set < nsets; set++) {
         for (size_t j = 0; j < heads; j++)
             for (size_t w = k - 1; w > 0; w--) {   /* Fisher-Yates within the head */

@@ -306,20 +306,16 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
     return ERR_OK;
 }
 
-/* Address translations the SM gathers of one step touch, every layer's: the index where the SMs
- * fetch it, the winners where the SMs gather them (each layer's rows over its own region). */
-static double step_translations(const provider_t *p, const plan_request_t *req, bool prefill, bool idx_sm,
-                                bool win_sm)
+/* Address translations the SM gathers of one step touch, every layer's (ly[0..L)): the index where
+ * the SMs fetch it, the winners where the SMs gather them (each layer's rows over its own region). */
+static double step_translations(const provider_t *p, const method_layer_t *ly, int L, bool idx_sm, bool win_sm)
 {
-    uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     double sum = 0;
-    for (int l = 0; l < method_llm(p->mt)->layers; l++) {
-        method_layer_t ly;
-        method_layer(p->mt, l, req->context_tokens, nt, prefill, &ly);
-        if (idx_sm && ly.index_host_bytes > 0)
-            sum += cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
-        if (win_sm && ly.winner_host_bytes > 0)
-            sum += cost_gather_translations(&p->cost, ly.winner_pieces, ly.kv_region_bytes);
+    for (int l = 0; l < L; l++) {
+        if (idx_sm && ly[l].index_host_bytes > 0)
+            sum += cost_gather_translations(&p->cost, ly[l].index_pieces, ly[l].index_region_bytes);
+        if (win_sm && ly[l].winner_host_bytes > 0)
+            sum += cost_gather_translations(&p->cost, ly[l].winner_pieces, ly[l].kv_region_bytes);
     }
     return sum;
 }
@@ -341,7 +337,13 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     int L = m->layers, depth = (int)c->prefetch;
     /* per layer: the op consuming its fetch buffer (attention or scan), to bound prefetch */
     uint32_t *consumer = malloc((size_t)L * sizeof *consumer);
-    if (!consumer) return err_set(e, ERR_NOMEM, "provider: out of memory");
+    method_layer_t *lys = malloc((size_t)L * sizeof *lys);   /* each layer's shape, worked out once */
+    if (!consumer || !lys) {
+        free(consumer);
+        free(lys);
+        return err_set(e, ERR_NOMEM, "provider: out of memory");
+    }
+    for (int l = 0; l < L; l++) method_layer(mt, l, req->context_tokens, nt, prefill, &lys[l]);
     uint32_t prev = UINT32_MAX;
     /* the SM fetches per-query planes with the prefix kernel, other indexes as plain gathers */
     cost_xfer_t idx_form = c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
@@ -351,10 +353,9 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                            : method_layout(mt) == LAYOUT_TOKEN ? COST_SM_GATHER
                            : c->winners                        ? COST_SM_HEADS_NEW
                                                                : COST_SM_HEADS;
-    if (!exact) b.step_translations = step_translations(p, req, prefill, idx_form != COST_CE, win_form != COST_CE_BATCH);
+    if (!exact) b.step_translations = step_translations(p, lys, L, idx_form != COST_CE, win_form != COST_CE_BATCH);
     for (int l = 0; !rc && l < L; l++) {
-        method_layer_t ly;
-        method_layer(mt, l, req->context_tokens, nt, prefill, &ly);
+        const method_layer_t ly = lys[l];
         /* a gather timed alone keeps what it touched; in a step, what the step's gathers leave */
         b.gather_at = p->gathers_alone ? COST_GATHER_ALONE : COST_GATHER_STEP;
         bool idx_sm = idx_form != COST_CE && ly.index_host_bytes > 0;
@@ -421,6 +422,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
         if (!rc) rc = add_gemm(&b, GEMM_OMLP, l, req->phase, nt, &attn, 1, &prev);
     }
     free(consumer);
+    free(lys);
     if (!rc && p->first_launch_hidden && out->n_ops) out->ops[0].launch_ps = 0;
     uint32_t head;
     if (p->layers_only) {
