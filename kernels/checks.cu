@@ -252,11 +252,11 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /* The selected indices, sorted, equal the reference's: ties at the k-th largest too (the lowest
- * indices), on a row of distinct values, one of heavy ties (33 values) and one all equal. */
-static int check_topk(void)
+ * indices), on a row of distinct values, one of heavy ties (33 values) and one all equal; at a
+ * length whose blocks' spans hold one tile of the ties pass and at one whose spans hold several. */
+static int check_topk_n(size_t n)
 {
     int rows = 4, k = 2048, bad = 0;
-    size_t n = 100000;
     float *x = host_normal(rows * n, 5.0f, g_seed++);
     for (size_t i = 0; i < n; i++) {                /* row 2: heavy ties; row 3: all tied */
         x[2 * n + i] = (float)(kref_mix64(g_seed + i) % 33);
@@ -273,11 +273,18 @@ static int check_topk(void)
         qsort(ri, k, 4, cmp_u32);
         bad |= memcmp(gi + r * k, ri, k * 4) != 0;
     }
-    bad = report("topk n=100000 k=2048", bad);
+    char name[64];
+    snprintf(name, sizeof name, "topk n=%zu k=%d", n, k);
+    bad = report(name, bad);
     kb_topk_ws_free(ws);
     free(x); free(gi); free(ri);
     CK(cudaFree(dx)); CK(cudaFree(didx));
     return bad;
+}
+
+static int check_topk(void)
+{
+    return check_topk_n(100000) | check_topk_n(2500001);
 }
 
 /* Attention over interleaved rows in HBM and over apart K, V in host memory. */
