@@ -478,6 +478,25 @@ static void win_offsets(uint64_t *d_off, size_t heads, size_t k, size_t piece, s
     free(h);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* win_host's set to the device, each head's pieces in address order (as top-k hands over the
+ * ties it takes by index). */
+static void win_offsets_sorted(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region,
+                               uint64_t seed, cudaStream_t s)
+{
+    uint64_t *h = win_host(heads, k, piece, region, seed);
+    for (size_t j = 0; j < heads; j++)
+        qsort(h + j * k, k, sizeof *h, cmp_u64);
+    CK(cudaMemcpyAsync(d_off, h, heads * k * sizeof *h, cudaMemcpyHostToDevice, s));
+    CK(cudaStreamSynchronize(s));
+    free(h);
+}
+
 /* nsets sets of win_host's pieces, each head's in a new order in each set (as top-k hands a step's
  * winners over in the order its atomics come), sets `stride` offsets apart. */
 static void win_offsets_shuffled(uint64_t *d_off, size_t heads, size_t k, size_t piece, size_t region,
@@ -512,7 +531,8 @@ static void win_offsets_shuffled(uint64_t *d_off, size_t heads, size_t k, size_t
  * flush alone (a step whose index is not gathered by the SMs: its GEMMs and scans stream hundreds
  * of MiB of HBM between two winner fetches), and after reading 512 MiB to 4 GiB of HBM (the
  * GPU's TLBs hold both kinds of pages: how many HBM pages between two fetches evict the winners');
- * and HashAttention's (8 heads x 4 x 2048) after an L2 flush; and the step's winners in a new
+ * and HashAttention's (8 heads x 4 x 2048) after an L2 flush, in no order and each head's in
+ * address order (as top-k hands over the ties it takes by index); and the step's winners in a new
  * order each repetition (each head's shuffled: top-k hands them over as its atomics come), after a
  * flush and back to back. */
 static void section_gather_order(link_t *L)
@@ -562,6 +582,8 @@ static void section_gather_order(link_t *L)
         work_t w4 = gather_work(L, 0, 512, region, 0, 4 * 16384 * 512, 4 * kb_sm_count(), 0);
         w4.off = sets;
         run_single_flushed(L, &w4, "order_win4_flush");
+        win_offsets_sorted(sets, 8, 4 * 2048, 512, region, 9700 + region, L->s[0]);
+        run_single_flushed(L, &w4, "order_win4_sorted");
         /* the step's winners, each head's in a new order every repetition (64 in turn) */
         win_offsets_shuffled(sets, 8, 2048, 512, region, 9500 + region, nsets, 8 * 2048, L->s[0]);
         wf.off = sets;
