@@ -264,7 +264,7 @@ static int check_topk_n(size_t n)
     }
     float *dx = (float *)to_dev(x, rows * n * 4);
     uint32_t *didx = (uint32_t *)dmalloc(rows * k * 4);
-    kb_topk_ws_t *ws = kb_topk_ws_new(rows);
+    kb_topk_ws_t *ws = kb_topk_ws_new(rows, rows * n);
     kb_topk(dx, rows, n, k, didx, ws, 0);
     uint32_t *gi = (uint32_t *)to_host(didx, rows * k * 4), *ri = (uint32_t *)malloc(k * 4);
     for (int r = 0; r < rows; r++) {

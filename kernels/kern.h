@@ -95,9 +95,10 @@ void kb_build_landmark(const uint16_t *k, size_t head_stride, int heads, size_t 
 
 /* ---- topk.cu: radix-select top-k ---------------------------------------------- */
 
-/* Scratch for kb_topk over up to max_rows rows. */
+/* Scratch for kb_topk over up to max_rows rows of max_keys scores in all (rows * n); kb_topk
+ * stops kbench (kb_die) when a call needs more. */
 typedef struct kb_topk_ws kb_topk_ws_t;
-kb_topk_ws_t *kb_topk_ws_new(int max_rows);
+kb_topk_ws_t *kb_topk_ws_new(int max_rows, size_t max_keys);
 void kb_topk_ws_free(kb_topk_ws_t *w);
 /* For each row r < rows: the k largest of x[r * n .. +n) into idx[r * k ..]
  * (unordered). 1 <= k <= n. */

@@ -222,7 +222,7 @@ kb_session_t *kb_session_new(const kb_layer_data_t *D, const kb_step_cfg_t *c, k
         S->sel = (uint32_t *)dzalloc(S->rows * S->kk * 4);
         S->off = (uint64_t *)dzalloc(S->rows * S->kk * 8);
         S->win = (uint16_t *)dzalloc((size_t)S->rows * c->k * 2 * KREF_D * 2);
-        S->ws = kb_topk_ws_new(S->rows);
+        S->ws = kb_topk_ws_new(S->rows, (size_t)S->rows * S->nscore);
     }
     if (is_planes(m)) {
         S->plan = (kref_plan_t *)dzalloc(S->heads * sizeof(kref_plan_t));

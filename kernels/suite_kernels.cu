@@ -432,7 +432,7 @@ static void sec_topk(ks_t *K)
     float *x = (float *)dalloc(xn * 4);
     kb_make_normal(x, xn, 3.0f, 31, K->s);
     uint32_t *idx = (uint32_t *)dalloc(TOPK_ROWS_MAX * 4096 * 4);
-    kb_topk_ws_t *ws = kb_topk_ws_new(TOPK_ROWS_MAX);
+    kb_topk_ws_t *ws = kb_topk_ws_new(TOPK_ROWS_MAX, xn);
     int ks[] = {64, 256, 1024, 2048, 4096};
     for (size_t n = 4096; n <= nmax; n *= 4)
         for (int ki = 0; ki < 5; ki++) {

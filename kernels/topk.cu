@@ -2,12 +2,14 @@
  *
  * Per row: three histogram passes over the scores (11, 11 and 10 bits of the
  * order-preserving key); the last block of each pass to finish selects the
- * digit holding the k-th largest (one warp); then one gather pass, and one
- * more over the blocks whose ties are taken when not all of them are. Ties
- * at the k-th largest go by index, lowest first, as the C reference takes
- * them: the same winners every run (they went in the order the atomics
- * came, and quantised scores tie by the thousand). About 4 * 4n bytes read,
- * 6 launches; no host synchronisation.
+ * digit holding the k-th largest (one warp); then one gather pass, which also
+ * counts the keys equal to the k-th largest's in each tile of 4096 (its last
+ * block turns the counts into each tile's rank), and, where not every tie is
+ * taken, one more over the tiles that hold the ties taken. Ties at the k-th
+ * largest go by index, lowest first, as the C reference takes them: the same
+ * winners every run (they went in the order the atomics came, and quantised
+ * scores tie by the thousand). About 4 * 4n bytes read, 6 launches; no host
+ * synchronisation.
  */
 #include "kb.h"
 #include "kern.h"
@@ -18,20 +20,29 @@ typedef struct {
     uint32_t ties;             /* keys equal to the k-th largest's (set by the last pass) */
 } topk_state_t;
 
+#define TOPK_RUN 16                     /* consecutive keys a thread takes of a tile */
+#define TOPK_TILE (256 * TOPK_RUN)      /* a 256-thread block's keys at once */
+
 struct kb_topk_ws {
-    int max_rows, max_blocks;
+    int max_rows;
+    size_t max_tiles;          /* over all rows */
     uint32_t *hist;            /* max_rows * KREF_TOPK_BINS */
     topk_state_t *st;          /* max_rows */
     unsigned *done;            /* max_rows: blocks finished in the current pass */
-    uint32_t *eq;              /* max_blocks: ties in each gather block's span */
+    uint32_t *tie;             /* max_tiles: each tile's ties, then the ties before it in its row */
 };
 
-kb_topk_ws_t *kb_topk_ws_new(int max_rows)
+static __host__ __device__ size_t topk_tiles(size_t n)
+{
+    return (n + TOPK_TILE - 1) / TOPK_TILE;
+}
+
+kb_topk_ws_t *kb_topk_ws_new(int max_rows, size_t max_keys)
 {
     kb_topk_ws_t *w = (kb_topk_ws_t *)calloc(1, sizeof *w);
     w->max_rows = max_rows;
-    w->max_blocks = max_rows * (4 * kb_sm_count() > 1 ? 4 * kb_sm_count() : 1);
-    CK(cudaMalloc(&w->eq, (size_t)w->max_blocks * sizeof(uint32_t)));
+    w->max_tiles = max_keys / TOPK_TILE + (size_t)max_rows + 1;   /* each row rounds up once */
+    CK(cudaMalloc(&w->tie, w->max_tiles * sizeof(uint32_t)));
     CK(cudaMalloc(&w->hist, (size_t)max_rows * KREF_TOPK_BINS * sizeof(uint32_t)));
     CK(cudaMalloc(&w->st, (size_t)max_rows * sizeof(topk_state_t)));
     CK(cudaMalloc(&w->done, (size_t)max_rows * sizeof(unsigned)));
@@ -43,15 +54,18 @@ void kb_topk_ws_free(kb_topk_ws_t *w)
     CK(cudaFree(w->hist));
     CK(cudaFree(w->st));
     CK(cudaFree(w->done));
-    CK(cudaFree(w->eq));
+    CK(cudaFree(w->tie));
     free(w);
 }
 
-__global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, unsigned *done, int k)
+__global__ void topk_init_kernel(topk_state_t *st, uint32_t *hist, unsigned *done, uint32_t *tie,
+                                 size_t tiles, int k)
 {
     int r = blockIdx.x;
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
         hist[r * KREF_TOPK_BINS + i] = 0;
+    for (size_t t = threadIdx.x; t < tiles; t += blockDim.x)
+        tie[r * tiles + t] = 0;
     if (threadIdx.x == 0) {
         topk_state_t s = {0u, 0u, (uint32_t)k, 0u, 0u, 0u};
         st[r] = s;
@@ -136,122 +150,164 @@ __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pas
         done[r] = 0;
 }
 
-/* Block b of row r covers [b * span, (b + 1) * span): the keys above the k-th largest's to idx in
- * any order; its ties too when all are taken, else their count in its span to eq[r][b]. */
-__global__ void topk_gather_kernel1(const float *__restrict__ x, size_t n, size_t span, int k,
-                                    topk_state_t *st, uint32_t *__restrict__ idx, uint32_t *eq)
+/* The TOPK_RUN keys of row xr (n keys) from i0 on, keys past n as 0 (below every score's key:
+ * never above nor equal to a k-th largest's, which is at least the smallest score's). */
+__device__ void topk_run_keys(const float *__restrict__ xr, size_t n, size_t i0, uint32_t *key)
+{
+    if (n % 4 == 0 && i0 + TOPK_RUN <= n) {
+        const float4 *v = (const float4 *)(xr + i0);
+#pragma unroll
+        for (int j = 0; j < TOPK_RUN / 4; j++) {
+            float4 f = v[j];
+            key[4 * j] = kref_topk_key(f.x);
+            key[4 * j + 1] = kref_topk_key(f.y);
+            key[4 * j + 2] = kref_topk_key(f.z);
+            key[4 * j + 3] = kref_topk_key(f.w);
+        }
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < TOPK_RUN; e++)
+        key[e] = i0 + e < n ? kref_topk_key(xr[i0 + e]) : 0u;
+}
+
+/* Exclusive scan in place of the row's tiles' tie counts (256 threads, one block): a tile's count
+ * becomes the ties in the tiles before it. */
+__device__ void topk_rank_tiles(uint32_t *tie, size_t tiles)
+{
+    __shared__ uint32_t warps[8];
+    size_t per = (tiles + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;
+    size_t hi = lo + per < tiles ? lo + per : tiles;
+    uint32_t mine = 0;
+    for (size_t t = lo; t < hi; t++)
+        mine += __ldcg(&tie[t]);
+    int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    uint32_t incl = mine;
+    for (int o = 1; o < 32; o *= 2) {
+        uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o)
+            incl += v;
+    }
+    if (lane == 31)
+        warps[wid] = incl;
+    __syncthreads();
+    uint32_t before = incl - mine;
+    for (int w = 0; w < wid; w++)
+        before += warps[w];
+    for (size_t t = lo; t < hi; t++) {
+        uint32_t c = __ldcg(&tie[t]);
+        tie[t] = before;
+        before += c;
+    }
+}
+
+/* Block b of row r covers tiles [b * span, (b + 1) * span) of TOPK_TILE keys: the keys above the
+ * k-th largest's to idx in any order; its ties too when all are taken, else each tile's count of
+ * them to tie[r][tile], which the row's last block to finish ranks (topk_rank_tiles). */
+__global__ void topk_gather_kernel2(const float *__restrict__ x, size_t n, size_t span, int k,
+                                    topk_state_t *st, uint32_t *__restrict__ idx, uint32_t *tie,
+                                    unsigned *done)
 {
     int r = blockIdx.y;
     uint32_t tau = st[r].prefix, want = st[r].want;
     bool all = st[r].ties == want;
     const float *xr = x + r * n;
     uint32_t *out = idx + (size_t)r * k;
-    size_t lo = blockIdx.x * span, hi = lo + span < n ? lo + span : n;
-    uint32_t mine = 0;
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t key = kref_topk_key(xr[i]);
-        if (key > tau)
-            out[atomicAdd(&st[r].cnt_gt, 1u)] = (uint32_t)i;
-        else if (key == tau && all)
-            out[k - want + atomicAdd(&st[r].cnt_eq, 1u)] = (uint32_t)i;
-        else if (key == tau)
-            mine++;
+    size_t tiles = topk_tiles(n), t0 = blockIdx.x * span, t1 = t0 + span < tiles ? t0 + span : tiles;
+    uint32_t *rt = tie + r * tiles;
+    for (size_t t = t0; t < t1; t++) {
+        size_t i0 = t * TOPK_TILE + (size_t)threadIdx.x * TOPK_RUN;
+        uint32_t key[TOPK_RUN], mine = 0;
+        topk_run_keys(xr, n, i0, key);
+#pragma unroll
+        for (int e = 0; e < TOPK_RUN; e++) {
+            if (key[e] > tau)
+                out[atomicAdd(&st[r].cnt_gt, 1u)] = (uint32_t)(i0 + e);
+            else if (key[e] == tau && all)
+                out[k - want + atomicAdd(&st[r].cnt_eq, 1u)] = (uint32_t)(i0 + e);
+            else if (key[e] == tau)
+                mine++;
+        }
+        mine = __reduce_add_sync(0xffffffffu, mine);
+        if (threadIdx.x % 32 == 0 && mine)
+            atomicAdd(&rt[t], mine);
     }
     if (all)
         return;
-    mine = __reduce_add_sync(0xffffffffu, mine);
-    __shared__ uint32_t warps[32];
-    if (threadIdx.x % 32 == 0)
-        warps[threadIdx.x / 32] = mine;
+    __shared__ bool last;
+    __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {
-        uint32_t sum = 0;
-        for (int w = 0; w < (int)blockDim.x / 32; w++)
-            sum += warps[w];
-        eq[r * gridDim.x + blockIdx.x] = sum;
-    }
+    if (threadIdx.x == 0)
+        last = atomicAdd(&done[r], 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    topk_rank_tiles(rt, tiles);
+    if (threadIdx.x == 0)
+        done[r] = 0;
 }
 
-/* Where not every tie is taken: block b takes the ties of its span in index order, ranked after
- * those of the blocks before it, while the rank is below want (the lowest indices, as the
- * reference). The span goes in tiles of 256 threads x TOPK_TIE_RUN consecutive keys, each thread
- * loading its run before the block's scan of the counts: variant 1 went 256 keys a tile, three
- * barriers each, and took 450 us over 32 rows of 2M heavily tied keys (HashAttention's scores). */
-#define TOPK_TIE_RUN 16
-
-__device__ uint32_t topk_ties_base(const uint32_t *eq)
-{
-    __shared__ uint32_t part[8];
-    uint32_t s = 0;
-    for (unsigned j = threadIdx.x; j < blockIdx.x; j += blockDim.x)
-        s += eq[blockIdx.y * gridDim.x + j];
-    s = __reduce_add_sync(0xffffffffu, s);
-    if (threadIdx.x % 32 == 0)
-        part[threadIdx.x / 32] = s;
-    __syncthreads();
-    uint32_t b = 0;
-    for (int w = 0; w < (int)blockDim.x / 32; w++)
-        b += part[w];
-    return b;
-}
-
-__global__ void topk_ties_kernel2(const float *__restrict__ x, size_t n, size_t span, int k,
-                                  const topk_state_t *st, uint32_t *__restrict__ idx, const uint32_t *eq)
+/* Where not every tie is taken: block (t, r) takes the ties of tile t of row r in index order,
+ * ranked after those of the tiles before it (topk_rank_tiles), while the rank is below want
+ * (the lowest indices, as the reference). Tiles with none to take return at once, so only the
+ * tiles holding taken ties are read, all at once. Variant 1 took a block's span 256 keys a tile
+ * with three barriers each, one tile after another (450 us more over HashAttention's 32 rows of
+ * 2M); variant 2 16 consecutive keys a thread a tile, still one tile after another (115 us). */
+__global__ void topk_ties_kernel3(const float *__restrict__ x, size_t n, int k, const topk_state_t *st,
+                                  uint32_t *__restrict__ idx, const uint32_t *tie)
 {
     int r = blockIdx.y;
-    uint32_t tau = st[r].prefix, want = st[r].want;
-    if (st[r].ties == want)
+    size_t t = blockIdx.x, tiles = topk_tiles(n);
+    uint32_t want = st[r].want, ties = st[r].ties;
+    if (ties == want)
         return;
-    uint32_t base = topk_ties_base(eq);
-    __shared__ uint32_t warps[8];
-    const float *xr = x + r * n;
-    uint32_t *out = idx + (size_t)r * k + (k - want);
-    size_t lo = blockIdx.x * span, hi = lo + span < n ? lo + span : n;
-    int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
-    for (size_t t = lo; t < hi && base < want; t += (size_t)blockDim.x * TOPK_TIE_RUN) {
-        size_t i0 = t + (size_t)threadIdx.x * TOPK_TIE_RUN;
-        uint32_t tie = 0;
+    uint32_t base = tie[r * tiles + t], next = t + 1 < tiles ? tie[r * tiles + t + 1] : ties;
+    if (base >= want || next == base)
+        return;
+    uint32_t tau = st[r].prefix, key[TOPK_RUN], mask = 0;
+    size_t i0 = t * TOPK_TILE + (size_t)threadIdx.x * TOPK_RUN;
+    topk_run_keys(x + r * n, n, i0, key);
 #pragma unroll
-        for (int e = 0; e < TOPK_TIE_RUN; e++)
-            if (i0 + e < hi && kref_topk_key(xr[i0 + e]) == tau)
-                tie |= 1u << e;
-        uint32_t c = __popc(tie), incl = c;
-        for (int o = 1; o < 32; o *= 2) {
-            uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o)
-                incl += v;
-        }
-        if (lane == 31)
-            warps[wid] = incl;
-        __syncthreads();
-        uint32_t rank = base + incl - c, total = 0;
-        for (int w = 0; w < (int)blockDim.x / 32; w++) {
-            rank += w < wid ? warps[w] : 0;
-            total += warps[w];
-        }
-        for (; tie && rank < want; tie &= tie - 1, rank++)
-            out[rank] = (uint32_t)(i0 + __ffs(tie) - 1);
-        base += total;
-        __syncthreads();
+    for (int e = 0; e < TOPK_RUN; e++)
+        mask |= (uint32_t)(key[e] == tau) << e;
+    __shared__ uint32_t warps[8];
+    int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    uint32_t c = __popc(mask), incl = c;
+    for (int o = 1; o < 32; o *= 2) {
+        uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o)
+            incl += v;
     }
+    if (lane == 31)
+        warps[wid] = incl;
+    __syncthreads();
+    uint32_t rank = base + incl - c;
+    for (int w = 0; w < wid; w++)
+        rank += warps[w];
+    uint32_t *out = idx + (size_t)r * k + (k - want);
+    for (; mask && rank < want; mask &= mask - 1, rank++)
+        out[rank] = (uint32_t)(i0 + __ffs(mask) - 1);
 }
 
 void kb_topk(const float *x, int rows, size_t n, int k, uint32_t *idx, kb_topk_ws_t *w,
              cudaStream_t s)
 {
-    int per_row = (int)((n + 4095) / 4096), cap = 4 * kb_sm_count() / rows;
+    size_t tiles = topk_tiles(n);
+    if (rows > w->max_rows || (size_t)rows * tiles > w->max_tiles)
+        kb_die("kb_topk: more rows or keys than its scratch was made for", __FILE__, __LINE__);
+    int per_row = (int)tiles, cap = 4 * kb_sm_count() / rows;
     cap = cap < 1 ? 1 : cap;
     per_row = per_row > cap ? cap : per_row;
-    dim3 grid(per_row < 1 ? 1 : per_row, rows);
-    topk_init_kernel<<<rows, 256, 0, s>>>(w->st, w->hist, w->done, k);
+    size_t span = (tiles + per_row - 1) / per_row;     /* tiles a gather block takes */
+    dim3 grid((unsigned)((tiles + span - 1) / span), rows);
+    topk_init_kernel<<<rows, 256, 0, s>>>(w->st, w->hist, w->done, w->tie, tiles, k);
     CKL();
     for (int pass = 0; pass < KREF_TOPK_PASSES; pass++) {
         topk_hist_kernel1<<<grid, 256, 0, s>>>(x, n, pass, w->st, w->hist, w->done);
         CKL();
     }
-    size_t span = (n + grid.x - 1) / grid.x;
-    topk_gather_kernel1<<<grid, 256, 0, s>>>(x, n, span, k, w->st, idx, w->eq);
+    topk_gather_kernel2<<<grid, 256, 0, s>>>(x, n, span, k, w->st, idx, w->tie, w->done);
     CKL();
-    topk_ties_kernel2<<<grid, 256, 0, s>>>(x, n, span, k, w->st, idx, w->eq);
+    topk_ties_kernel3<<<dim3((unsigned)tiles, rows), 256, 0, s>>>(x, n, k, w->st, idx, w->tie);
     CKL();
 }
