@@ -171,16 +171,10 @@ __device__ void topk_run_keys(const float *__restrict__ xr, size_t n, size_t i0,
         key[e] = i0 + e < n ? kref_topk_key(xr[i0 + e]) : 0u;
 }
 
-/* Exclusive scan in place of the row's tiles' tie counts (256 threads, one block): a tile's count
- * becomes the ties in the tiles before it. */
-__device__ void topk_rank_tiles(uint32_t *tie, size_t tiles)
+/* What the block's threads before this one hold of `mine` in all (256 threads, every one calling). */
+__device__ uint32_t topk_block_before(uint32_t mine)
 {
     __shared__ uint32_t warps[8];
-    size_t per = (tiles + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;
-    size_t hi = lo + per < tiles ? lo + per : tiles;
-    uint32_t mine = 0;
-    for (size_t t = lo; t < hi; t++)
-        mine += __ldcg(&tie[t]);
     int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
     uint32_t incl = mine;
     for (int o = 1; o < 32; o *= 2) {
@@ -194,6 +188,19 @@ __device__ void topk_rank_tiles(uint32_t *tie, size_t tiles)
     uint32_t before = incl - mine;
     for (int w = 0; w < wid; w++)
         before += warps[w];
+    return before;
+}
+
+/* Exclusive scan in place of the row's tiles' tie counts (256 threads, one block): a tile's count
+ * becomes the ties in the tiles before it. */
+__device__ void topk_rank_tiles(uint32_t *tie, size_t tiles)
+{
+    size_t per = (tiles + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;
+    size_t hi = lo + per < tiles ? lo + per : tiles;
+    uint32_t mine = 0;
+    for (size_t t = lo; t < hi; t++)
+        mine += __ldcg(&tie[t]);
+    uint32_t before = topk_block_before(mine);
     for (size_t t = lo; t < hi; t++) {
         uint32_t c = __ldcg(&tie[t]);
         tie[t] = before;
@@ -270,20 +277,7 @@ __global__ void topk_ties_kernel3(const float *__restrict__ x, size_t n, int k, 
 #pragma unroll
     for (int e = 0; e < TOPK_RUN; e++)
         mask |= (uint32_t)(key[e] == tau) << e;
-    __shared__ uint32_t warps[8];
-    int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
-    uint32_t c = __popc(mask), incl = c;
-    for (int o = 1; o < 32; o *= 2) {
-        uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o)
-            incl += v;
-    }
-    if (lane == 31)
-        warps[wid] = incl;
-    __syncthreads();
-    uint32_t rank = base + incl - c;
-    for (int w = 0; w < wid; w++)
-        rank += warps[w];
+    uint32_t rank = base + topk_block_before(__popc(mask));
     uint32_t *out = idx + (size_t)r * k + (k - want);
     for (; mask && rank < want; mask &= mask - 1, rank++)
         out[rank] = (uint32_t)(i0 + __ffs(mask) - 1);
