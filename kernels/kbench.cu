@@ -3,7 +3,8 @@
  *   kbench SUITE [--quick] [-o FILE.csv] [--model NAME] [--max-region GIB]
  *
  * SUITE is link, kernels, step or concurrency (run each in its own
- * invocation; concurrency forks its sessions before CUDA starts). Exit
+ * invocation; concurrency forks its sessions before CUDA starts), or pairs
+ * (a section of its own: the step's stages of two sessions at once). Exit
  * status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
  */
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: kbench link|kernels|step|concurrency [--quick] [-o FILE.csv] "
+    fprintf(stderr, "usage: kbench link|kernels|step|concurrency|pairs [--quick] [-o FILE.csv] "
                     "[--model NAME] [--max-region GIB] [--only SECTION (link)]\n");
     return 2;
 }
@@ -56,5 +57,7 @@ int main(int argc, char **argv)
         return kb_suite_step(&o);
     if (!strcmp(suite, "concurrency"))
         return kb_suite_concurrency(&o);
+    if (!strcmp(suite, "pairs"))
+        return kb_suite_pairs(&o);
     return usage();
 }

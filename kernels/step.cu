@@ -388,43 +388,64 @@ static void stage_tail(kb_session_t *S, cudaStream_t s)
     kb_attn_combine(S->part, S->g, S->heads, S->total_splits, S->out, s);
 }
 
-void kb_session_step(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev)
+/* The step's stages in order, or stage `only` alone (only < 0: all); ev as kb_session_step's. */
+static void run_stages(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev, int only)
 {
     int i = 0;
     kb_method_t m = S->c.method;
+#define RUN (only < 0 || only == i)
 #define MARK()                                                                                     \
     do {                                                                                           \
-        if (ev)                                                                                    \
+        if (ev && RUN)                                                                             \
             CK(cudaEventRecord(ev[i], s));                                                         \
         i++;                                                                                       \
     } while (0)
     if (m != KB_M_DENSE) {
-        stage_index(S, s);
+        if (RUN)
+            stage_index(S, s);
         if (is_planes(m)) {
             MARK();
             if (S->c.place == KB_P_HOST) {
-                stage_fetch_planes(S, s);
+                if (RUN)
+                    stage_fetch_planes(S, s);
                 MARK();
             }
         } else if (S->c.place == KB_P_HOST) {
             MARK();
         }
-        stage_scan(S, s);
+        if (RUN)
+            stage_scan(S, s);
         MARK();
-        kb_topk(S->scores, S->rows, S->nscore, S->kk, S->sel, S->ws, s);
+        if (RUN)
+            kb_topk(S->scores, S->rows, S->nscore, S->kk, S->sel, S->ws, s);
         MARK();
-        stage_winners(S, s);
+        if (RUN)
+            stage_winners(S, s);
         MARK();
     }
-    stage_attend(S, s);
+    if (RUN)
+        stage_attend(S, s);
     MARK();
-    stage_tail(S, s);
+    if (RUN)
+        stage_tail(S, s);
     MARK();
     if (S->gemm) {
-        kb_gemm_layer(S->gemm, S->c.batch, s);
+        if (RUN)
+            kb_gemm_layer(S->gemm, S->c.batch, s);
         MARK();
     }
 #undef MARK
+#undef RUN
+}
+
+void kb_session_step(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev)
+{
+    run_stages(S, s, ev, -1);
+}
+
+void kb_session_stage(kb_session_t *S, cudaStream_t s, int i)
+{
+    run_stages(S, s, NULL, i);
 }
 
 double kb_session_link_bytes(const kb_session_t *S)

@@ -27,6 +27,7 @@
 #include "kb.h"
 #include "step.h"
 #include "checks.h"
+#include "kern.h"
 
 #define MAX_SESS 16
 #define MAX_STEPS 20000
@@ -236,6 +237,24 @@ typedef struct {
     int ok;
 } conc_run_t;
 
+/* A row of op for a session of c (Fathom, its index fetched by the SMs). */
+static kb_row_t sess_row(const conc_cfg_t *c, const char *op)
+{
+    kb_row_t r = kb_row(op, "fathom");
+    r.method = "fathom";
+    r.n_tokens = (long long)c->n;
+    r.heads = c->m->kv_heads;
+    r.qheads = c->m->q_heads / c->m->kv_heads;
+    r.bits = 56;
+    r.k = c->k;
+    r.batch = 1;
+    r.chunk_tokens = 1024;
+    r.placement = "host";
+    r.layout = "interleaved;tail=1024";
+    r.allocator = "hostalloc";
+    return r;
+}
+
 static void emit(kb_csv_t *csv, const conc_cfg_t *c, conc_run_t *run)
 {
     char pol[64];
@@ -244,18 +263,7 @@ static void emit(kb_csv_t *csv, const conc_cfg_t *c, conc_run_t *run)
     double *all = (double *)malloc(N * MAX_STEPS * sizeof(double)), rate = 0;
     int na = 0;
     for (int i = 0; i <= N; i++) {
-        kb_row_t r = kb_row("session_step", "fathom");
-        r.method = "fathom";
-        r.n_tokens = (long long)c->n;
-        r.heads = c->m->kv_heads;
-        r.qheads = c->m->q_heads / c->m->kv_heads;
-        r.bits = 56;
-        r.k = c->k;
-        r.batch = 1;
-        r.chunk_tokens = 1024;
-        r.placement = "host";
-        r.layout = "interleaved;tail=1024";
-        r.allocator = "hostalloc";
+        kb_row_t r = sess_row(c, "session_step");
         r.streams = run->procs ? 1 : N;
         r.procs = run->procs ? N : 1;
         r.policy = pol;
@@ -325,4 +333,105 @@ int kb_suite_concurrency(const kb_opts_t *o)
             emit(csv, &c, &runs[i]);
     kb_csv_close(csv);
     return fail;
+}
+
+/* kbench pairs: each stage of a Fathom layer step (and the whole layer) of one session alone, and
+ * of two sessions at once on two streams of this process, both queued behind a spin so that they
+ * start together (the window opens as the spin ends and closes when both are done). The sessions
+ * are the concurrency suite's (n = 128K, host index fetched by the SMs, each its own host data), so
+ * the rows say how much of a kernel's time another stream's copy of it can share. */
+#define PAIR_LEAD_US 100
+
+typedef struct {
+    sess_t *a, *b;
+    int stage;                     /* -1: the whole layer step */
+    cudaStream_t s2;
+    cudaEvent_t e0, e1;
+} pair_t;
+
+static void pair_run(sess_t *x, cudaStream_t s, int stage)
+{
+    if (stage < 0)
+        kb_session_step(x->S, s, NULL);
+    else
+        kb_session_stage(x->S, s, stage);
+}
+
+static void pair_lead(void *p, cudaStream_t s)
+{
+    (void)p;
+    kb_spin(PAIR_LEAD_US, s);
+}
+
+static void pair_one(void *p, cudaStream_t s)
+{
+    pair_t *x = (pair_t *)p;
+    pair_run(x->a, s, x->stage);
+}
+
+static void pair_two(void *p, cudaStream_t s)
+{
+    pair_t *x = (pair_t *)p;
+    CK(cudaEventRecord(x->e0, s));
+    CK(cudaStreamWaitEvent(x->s2, x->e0, 0));
+    pair_run(x->a, s, x->stage);
+    pair_run(x->b, x->s2, x->stage);
+    CK(cudaEventRecord(x->e1, x->s2));
+    CK(cudaStreamWaitEvent(s, x->e1, 0));
+}
+
+static void pair_rows(kb_csv_t *csv, const conc_cfg_t *c, pair_t *x, const char *op, int quick)
+{
+    for (int two = 0; two < 2; two++) {
+        kb_timing_t tm = kb_timing_for(two ? 600 : 300, quick);
+        tm.min_reps = quick ? 10 : 100;
+        tm.max_reps = quick ? 10 : KB_P99_REPS;
+        kb_stats_t st = kb_time(two ? pair_two : pair_one, pair_lead, x, x->a->s, &tm);
+        kb_row_t r = sess_row(c, op);
+        r.streams = two ? 2 : 1;
+        r.procs = 1;
+        r.policy = two ? "pair:2" : "pair:1";
+        r.st = st;
+        kb_csv_row(csv, &r);
+    }
+}
+
+int kb_suite_pairs(const kb_opts_t *o)
+{
+    conc_cfg_t c;
+    c.m = kb_model(o->model);
+    c.n = o->quick ? 32768 : 131072;
+    c.k = 2048;
+    c.layers = 1;
+    c.seconds = 0;
+    if (kb_checks((uint64_t)time(NULL))) {
+        fprintf(stderr, "kbench: pairs: a reference check failed\n");
+        return 1;
+    }
+    sess_t a, b;
+    if (sess_new(&a, &c, 300) != 0 || sess_new(&b, &c, 301) != 0)
+        kb_die("cannot pin the sessions' host data", __FILE__, __LINE__);
+    pair_t x = {&a, &b, -1, b.s, NULL, NULL};
+    CK(cudaEventCreateWithFlags(&x.e0, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&x.e1, cudaEventDisableTiming));
+    kb_csv_t *csv = kb_csv_open(o->out_path, "pairs", "hostalloc (cudaHostAlloc mapped|portable)", o);
+    kb_csv_meta(csv, "sessions", "two fathom sessions (48 plane bits, SM fetch), n = %zu, k = %d, each "
+                "its own host data; policy pair:1 is session A's stage alone, pair:2 both sessions' at "
+                "once on two streams, from a common start after a %d us spin to the later end", c.n, c.k,
+                PAIR_LEAD_US);
+    kb_measure_ceilings(csv);
+    const char *ops[KB_STEP_MAX_STAGES];
+    int nst = kb_session_stages(a.S, ops);
+    for (x.stage = -1; x.stage < nst; x.stage++) {
+        /* every stage reads what the stages before it left: a whole step on each session first */
+        sess_warm(&a, &c);
+        sess_warm(&b, &c);
+        pair_rows(csv, &c, &x, x.stage < 0 ? "layer_step" : ops[x.stage], o->quick);
+    }
+    kb_csv_close(csv);
+    CK(cudaEventDestroy(x.e0));
+    CK(cudaEventDestroy(x.e1));
+    sess_free(&a);
+    sess_free(&b);
+    return 0;
 }
