@@ -143,8 +143,8 @@ test: deps $(TEST_BINS_rel) $(TEST_BINS_san) build/rel/odsim build/dbg/odsim bui
 
 # The validation guard: re-fits the committed H200 data and fails when a held-out group exceeds 5%
 # median or 15% max absolute error. `make test` runs it on the groups within those bounds on the
-# primary run (the concurrent processes, context); the whole of it only here: the streams' median
-# and the steps' and stages' maxima are still beyond them.
+# primary run (both concurrency groups, context); the whole of it only here: the steps' and stages'
+# maxima are still beyond them.
 guard: deps build/rel/tests/test_validation build/rel/odsim
 	ODSIM_GUARD=1 ./build/rel/tests/test_validation --filter 'guard/*'
 

@@ -50,6 +50,10 @@ static const cfg_param_t serving_params[] = {
     P("hw_queues", CFG_T_INT, scn_serving_t, hw_queues, "8", 0, 32,
       "hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; 8 is the CUDA driver's default): "
       "streams beyond them share one, whose ops start in launch order (0: one per stream; not with batching)"),
+    P("gathers_exclusive", CFG_T_BOOL, scn_serving_t, gathers_exclusive, "true", 1, 0,
+      "GPU ops whose SMs read host memory (SM gathers, zero-copy kernels) and the other kernels take the "
+      "GPU in turns, never at once, whatever their streams (kbench pairs: an SM gather with another "
+      "stream's kernel takes their two times less 2-13 us; validation/data/h200-1020-pairs)"),
     E("session_streams", scn_serving_t, session_streams, "many", sess_stream_names,
       "a session's copies and kernels on streams of their own (overlapping), or all on one stream"),
     E("latency_from", scn_serving_t, latency_from, "begin", latency_names,

@@ -30,6 +30,7 @@ typedef struct scn_serving {
     int admission;                 /* exec_admit_t */
     int placement;                 /* SCN_PLACE_* */
     int64_t hw_queues;             /* hardware work queues per CUDA context (0: one per stream) */
+    bool gathers_exclusive;        /* SM gathers and other kernels take the GPU in turns */
     int session_streams;           /* SCN_STREAMS_* */
     int latency_from;              /* SCN_LATENCY_* */
 } scn_serving_t;

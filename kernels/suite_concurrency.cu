@@ -339,12 +339,14 @@ int kb_suite_concurrency(const kb_opts_t *o)
  * of two sessions at once on two streams of this process, both queued behind a spin so that they
  * start together (the window opens as the spin ends and closes when both are done). The sessions
  * are the concurrency suite's (n = 128K, host index fetched by the SMs, each its own host data), so
- * the rows say how much of a kernel's time another stream's copy of it can share. */
+ * the rows say how much of a kernel's time another stream's copy of it can share; then each SM
+ * gather of A with each kernel of B (policy pair:with=OP), how much a gather leaves the others. */
 #define PAIR_LEAD_US 100
 
 typedef struct {
     sess_t *a, *b;
-    int stage;                     /* -1: the whole layer step */
+    int stage;                     /* A's; -1: the whole layer step */
+    int stage_b;                   /* B's */
     cudaStream_t s2;
     cudaEvent_t e0, e1;
 } pair_t;
@@ -375,14 +377,19 @@ static void pair_two(void *p, cudaStream_t s)
     CK(cudaEventRecord(x->e0, s));
     CK(cudaStreamWaitEvent(x->s2, x->e0, 0));
     pair_run(x->a, s, x->stage);
-    pair_run(x->b, x->s2, x->stage);
+    pair_run(x->b, x->s2, x->stage_b);
     CK(cudaEventRecord(x->e1, x->s2));
     CK(cudaStreamWaitEvent(s, x->e1, 0));
 }
 
-static void pair_rows(kb_csv_t *csv, const conc_cfg_t *c, pair_t *x, const char *op, int quick)
+/* A's stage alone (unless with names B's other stage) and with B's at once; policy pair:1, pair:2 or
+ * pair:with=OP. */
+static void pair_rows(kb_csv_t *csv, const conc_cfg_t *c, pair_t *x, const char *op, const char *with,
+                      int quick)
 {
-    for (int two = 0; two < 2; two++) {
+    char pol[64];
+    snprintf(pol, sizeof pol, "pair:with=%s", with ? with : "");
+    for (int two = with ? 1 : 0; two < 2; two++) {
         kb_timing_t tm = kb_timing_for(two ? 600 : 300, quick);
         tm.min_reps = quick ? 10 : 100;
         tm.max_reps = quick ? 10 : KB_P99_REPS;
@@ -390,7 +397,7 @@ static void pair_rows(kb_csv_t *csv, const conc_cfg_t *c, pair_t *x, const char 
         kb_row_t r = sess_row(c, op);
         r.streams = two ? 2 : 1;
         r.procs = 1;
-        r.policy = two ? "pair:2" : "pair:1";
+        r.policy = with ? pol : two ? "pair:2" : "pair:1";
         r.st = st;
         kb_csv_row(csv, &r);
     }
@@ -411,7 +418,7 @@ int kb_suite_pairs(const kb_opts_t *o)
     sess_t a, b;
     if (sess_new(&a, &c, 300) != 0 || sess_new(&b, &c, 301) != 0)
         kb_die("cannot pin the sessions' host data", __FILE__, __LINE__);
-    pair_t x = {&a, &b, -1, b.s, NULL, NULL};
+    pair_t x = {&a, &b, -1, -1, b.s, NULL, NULL};
     CK(cudaEventCreateWithFlags(&x.e0, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&x.e1, cudaEventDisableTiming));
     kb_csv_t *csv = kb_csv_open(o->out_path, "pairs", "hostalloc (cudaHostAlloc mapped|portable)", o);
@@ -422,11 +429,23 @@ int kb_suite_pairs(const kb_opts_t *o)
     kb_measure_ceilings(csv);
     const char *ops[KB_STEP_MAX_STAGES];
     int nst = kb_session_stages(a.S, ops);
+    /* every stage reads what the stages before it left: a whole step on each session first */
     for (x.stage = -1; x.stage < nst; x.stage++) {
-        /* every stage reads what the stages before it left: a whole step on each session first */
         sess_warm(&a, &c);
         sess_warm(&b, &c);
-        pair_rows(csv, &c, &x, x.stage < 0 ? "layer_step" : ops[x.stage], o->quick);
+        x.stage_b = x.stage;
+        pair_rows(csv, &c, &x, x.stage < 0 ? "layer_step" : ops[x.stage], NULL, o->quick);
+    }
+    for (x.stage = 0; x.stage < nst; x.stage++) {
+        if (strcmp(ops[x.stage], "index_fetch") && strcmp(ops[x.stage], "winner_fetch"))
+            continue;
+        for (x.stage_b = 0; x.stage_b < nst; x.stage_b++) {
+            if (!strcmp(ops[x.stage_b], "index_fetch") || !strcmp(ops[x.stage_b], "winner_fetch"))
+                continue;
+            sess_warm(&a, &c);
+            sess_warm(&b, &c);
+            pair_rows(csv, &c, &x, ops[x.stage], ops[x.stage_b], o->quick);
+        }
     }
     kb_csv_close(csv);
     CK(cudaEventDestroy(x.e0));

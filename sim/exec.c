@@ -19,6 +19,8 @@ typedef struct xop {
     uint32_t pending;        /* predecessors not done (explicit and stream order) */
     uint32_t succ_first, n_succ;
     bool launched, started, waiting_gpu, done;
+    bool waiting_turn;       /* gathers_exclusive: waits for the other kind of GPU op to drain */
+    bool turn_given;         /* gathers_exclusive: taken off the wait list, starts now */
     bool segment_start;      /* with CUDA graphs: first op of a graph segment */
     bool q_blocked;          /* behind an op of its hardware queue that has not started */
     struct xop *q_next;      /* the op launched after it on its hardware queue, waiting for it */
@@ -72,6 +74,9 @@ struct gpu {
     ctx_t *last_owner;       /* processes: the context the GPU holds the state of */
     bool switching;          /* processes: passing to the next waiting context */
     gpu_wait_t waits;
+    uint32_t kind_running[3];/* gathers_exclusive: ops running by excl_kind */
+    gpu_wait_t turn_waits;   /* gathers_exclusive: ops waiting for the other kind to drain, FIFO */
+    bool in_turns, turns_again;
     bool iterating;          /* batching: an iteration is running */
     sess_t **ready;          /* batching: sessions waiting for the next iteration */
     size_t n_ready, cap_ready;
@@ -602,6 +607,71 @@ static void gpu_release(exec_t *x, gpu_t *g)
     if (g->waits.head < g->waits.n) gpu_pass(x, g, g->waits.ops[g->waits.head]->run->ctx, NULL);
 }
 
+/* ---- gathers and kernels taking turns (gathers_exclusive) ----------------------------------- */
+
+/* 1: a kernel; 2: a GPU op whose SMs read host memory; 0: neither (copies, host ops). */
+static int excl_kind(const exec_t *x, const xop_t *o)
+{
+    if (!x->cfg.gathers_exclusive || o->op.exec != PLAN_EXEC_GPU) return 0;
+    return o->op.bytes_host > 0 ? 2 : 1;
+}
+
+/* Whether o must wait for its turn (the other kind running, or ops ready before it waiting): then
+ * it is queued. Else it counts as running. */
+static bool turn_wait(xop_t *o)
+{
+    exec_t *x = o->run->x;
+    gpu_t *g = o->run->gpu;
+    int k = excl_kind(x, o);
+    if (!k) return false;
+    bool given = o->turn_given;
+    o->turn_given = false;
+    if (!given && (g->kind_running[3 - k] || g->turn_waits.head < g->turn_waits.n)) {
+        o->waiting_turn = true;
+        o->t_ready = sim_now(x->sim);
+        if (push_ptr((void ***)&g->turn_waits.ops, &g->turn_waits.n, &g->turn_waits.cap, o))
+            fail(x, ERR_NOMEM, "exec: out of memory");
+        return true;
+    }
+    g->kind_running[k]++;
+    return false;
+}
+
+/* Starts the waiting ops, oldest first, while the head's kind may run (re-entered from an op that
+ * ends at once: the outer call goes round again). */
+static void turns_next(exec_t *x, gpu_t *g)
+{
+    if (g->in_turns) {
+        g->turns_again = true;
+        return;
+    }
+    g->in_turns = true;
+    gpu_wait_t *w = &g->turn_waits;
+    do {
+        g->turns_again = false;
+        while (w->head < w->n) {
+            xop_t *h = w->ops[w->head];
+            if (g->kind_running[3 - excl_kind(x, h)]) break;
+            w->head++;
+            x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_TURNS] += (double)(sim_now(x->sim) - h->t_ready);
+            h->waiting_turn = false;
+            h->turn_given = true;
+            op_start(h);
+        }
+    } while (g->turns_again);
+    if (w->head >= w->n) w->head = w->n = 0;
+    g->in_turns = false;
+}
+
+/* o is done: with none of its kind left running, the other kind's turn. */
+static void turn_done(xop_t *o)
+{
+    exec_t *x = o->run->x;
+    gpu_t *g = o->run->gpu;
+    int k = excl_kind(x, o);
+    if (k && --g->kind_running[k] == 0) turns_next(x, g);
+}
+
 /* ---- running ops ---------------------------------------------------------------------------- */
 
 static void run_complete(run_t *r);
@@ -673,6 +743,7 @@ static void op_finish(xop_t *o)
         }
     }
     if (slice) gpu_release(x, g);   /* after its successors had their chance within the slice */
+    turn_done(o);
     if (++r->n_done == r->n_ops) run_complete(r);
 }
 
@@ -752,9 +823,11 @@ static void op_begin_flow(xop_t *o)
     if (sim_flow_start(x->sim, &spec, NULL, &e)) fail_err(x, &e);
 }
 
-/* Starts o's flow; the op launched after it on its hardware queue may start now. */
+/* Starts o's flow (when its turn has come); the op launched after it on its hardware queue may
+ * start now. */
 static void op_start(xop_t *o)
 {
+    if (turn_wait(o)) return;
     op_begin_flow(o);
     if (o->queue < 0) return;
     xop_t **tail = &o->run->ctx->hwq_tail[o->queue];
@@ -1364,6 +1437,7 @@ void exec_free(exec_t *x)
     free(x->sessions);
     for (int g = 0; x->gpus && g < x->cfg.n_gpus; g++) {
         free(x->gpus[g].waits.ops);
+        free(x->gpus[g].turn_waits.ops);
         free(x->gpus[g].ready);
         free(x->gpus[g].admitq);
     }
@@ -1477,7 +1551,7 @@ const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n)
 
 const char *exec_lost_name(int extra)
 {
-    static const char *const names[] = {"cap", "launch", "timeslice"};
+    static const char *const names[] = {"cap", "launch", "timeslice", "gather-turns"};
     return extra >= 0 && extra < EXEC_LOST_EXTRA ? names[extra] : "?";
 }
 

@@ -15,6 +15,10 @@
  *     done (ops are not preempted), the longest-waiting context gets the GPU after ctx_switch_ps;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
  *     share one launch thread per GPU (a serving process per GPU), MPS clients have one each;
+ *   - with gathers_exclusive, a GPU op whose SMs read host memory (an SM gather) and the other
+ *     kernels take the GPU in turns, whatever their streams or contexts: the ops of one kind start
+ *     only when none of the other kind runs, in the order they became ready (kernels among
+ *     themselves and gathers among themselves overlap as resources allow);
  *   - a context has a few hardware work queues (exec_config_t.hw_queues, CUDA's default 8); streams
  *     beyond them share one, and a queue starts its ops in the order they were launched: an op
  *     waits behind another stream's op that waits for its own predecessors (false serialisation);
@@ -65,6 +69,9 @@ typedef struct exec_config {
                                   * robin as first used, so beyond this many streams share a queue,
                                   * which starts its ops in issue order. Not with batching. */
     bool one_stream;             /* each session's ops all on one stream (no overlap within a session) */
+    bool gathers_exclusive;      /* GPU ops whose SMs read host memory (SM gathers, zero-copy kernels)
+                                  * and the other kernels never run at once on a GPU: an op of one kind
+                                  * waits until none of the other runs, in the order they became ready */
     sim_ps_t timeslice_ps;       /* processes: a context keeps the GPU this long while others wait
                                   * (0: hand it over after every op) */
     sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context */
@@ -130,14 +137,15 @@ typedef struct exec_stats {
     uint64_t sessions_waiting; /* waiting for memory now (admission or growth) */
     double first_token_s, last_token_s; /* span over which tokens were produced */
     double *lost_ps;         /* where time went, summed over all plans' ops: one entry per resource,
-                              * then EXEC_LOST_CAP, EXEC_LOST_LAUNCH, EXEC_LOST_TIMESLICE (n_lost) */
+                              * then EXEC_LOST_CAP, EXEC_LOST_LAUNCH, EXEC_LOST_TIMESLICE,
+                              * EXEC_LOST_TURNS (n_lost) */
     size_t n_lost;
     double standalone_ps_sum, actual_ps_sum; /* Σ over plans of idle-machine and actual latency */
     double launch_busy_ps;   /* Σ launch-thread busy time over all threads */
     uint32_t launch_threads;
 } exec_stats_t;
 
-enum { EXEC_LOST_CAP = 0, EXEC_LOST_LAUNCH = 1, EXEC_LOST_TIMESLICE = 2, EXEC_LOST_EXTRA = 3 };
+enum { EXEC_LOST_CAP = 0, EXEC_LOST_LAUNCH = 1, EXEC_LOST_TIMESLICE = 2, EXEC_LOST_TURNS = 3, EXEC_LOST_EXTRA = 4 };
 
 /* One op's execution, for timelines (first `timeline_plans` plans). */
 typedef struct exec_trace_op {

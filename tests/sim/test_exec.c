@@ -416,6 +416,52 @@ Test(exec, one_stream_per_session_serialises)
     }
 }
 
+/* Sessions of one 1 s op each, over resources of their own, kinds by session (1: an SM gather, its
+ * SMs reading host memory; 0: a kernel; 2: a copy), started together in id order. With gathers
+ * exclusive a gather and a kernel take turns (the second ends at 2 s), and a later gather waits
+ * behind the kernel that became ready before it (3 s), while gathers among themselves, kernels
+ * among themselves and copies with anything overlap (1 s). Without, everything overlaps. The time
+ * ops waited for their turn is reported where time went (1 s for the second of a pair). */
+static double kinds_last_s(bool exclusive, const int *kinds, int n, double *turns_s)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 0);
+    world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                                     .gathers_exclusive = exclusive});
+    sim_res_t res[3] = {w.link, w.hbm, w.other};
+    toy_t toys[3];
+    add_sessions(&w, n, toys, 1);
+    for (int i = 0; i < n; i++) {
+        toys[i].res = res[i];
+        toys[i].bytes_host = kinds[i] == 1 ? 1e9 : 0;
+        toys[i].exec = kinds[i] == 2 ? PLAN_EXEC_COPY_H2D : PLAN_EXEC_GPU;
+    }
+    world_run(&w);
+    const exec_stats_t *st = exec_stats(w.x);
+    double last = st->last_token_s;
+    *turns_s = st->lost_ps[sim_res_count(w.sim) + EXEC_LOST_TURNS] / (double)SIM_PS_PER_S;
+    world_free(&w);
+    return last;
+}
+
+Test(exec, gathers_and_kernels_take_turns)
+{
+    static const int gather_kernel[] = {1, 0}, kernel_gather[] = {0, 1}, gathers[] = {1, 1}, kernels[] = {0, 0},
+                     kernel_copy[] = {0, 2}, fifo[] = {1, 0, 1};
+    double t;
+    for (int ex = 0; ex < 2; ex++) {
+        cr_assert_float_eq(kinds_last_s(ex, gather_kernel, 2, &t), ex ? 2.0 : 1.0, 1e-9);
+        cr_assert_float_eq(t, ex ? 1.0 : 0.0, 1e-9);
+        cr_assert_float_eq(kinds_last_s(ex, kernel_gather, 2, &t), ex ? 2.0 : 1.0, 1e-9);
+        cr_assert_float_eq(kinds_last_s(ex, gathers, 2, &t), 1.0, 1e-9);
+        cr_assert_float_eq(t, 0.0, 1e-9);
+        cr_assert_float_eq(kinds_last_s(ex, kernels, 2, &t), 1.0, 1e-9);
+        cr_assert_float_eq(kinds_last_s(ex, kernel_copy, 2, &t), 1.0, 1e-9);
+        cr_assert_float_eq(kinds_last_s(ex, fifo, 3, &t), ex ? 3.0 : 1.0, 1e-9);
+        cr_assert_float_eq(t, ex ? 3.0 : 0.0, 1e-9);   /* B waits 1 s, C 2 s */
+    }
+}
+
 /* The launch thread issues one plan's launches back to back: two sessions of two chained 1 s ops
  * with 10 µs launches go A1 (10 µs) A2 (20) B1 (30) B2 (40): B ends at 2 s + 30 µs (interleaved
  * launches, A1 B1 A2 B2, would end it at 2 s + 20 µs). */
