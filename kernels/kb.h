@@ -42,7 +42,8 @@ typedef struct {
     const char *out_path;      /* -o FILE.csv, or NULL for stdout */
     const char *model;         /* --model, default qwen3-8b */
     size_t max_region;         /* --max-region BYTES for host regions */
-    const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc) */
+    const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc); kernels:
+                                * index_fetch, the index fetches alone at 1M-4M */
 } kb_opts_t;
 
 /* Percentiles of repeated timings, microseconds. */

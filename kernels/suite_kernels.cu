@@ -36,6 +36,7 @@ typedef struct {
     kb_layer_data_t D;
     const size_t *ns;
     int nn;
+    int flush_fetch;               /* --only index_fetch: also each SM fetch after an L2 flush */
 } ks_t;
 
 /* Time any callable f(stream) with kb_time; prep(stream) runs before each
@@ -224,7 +225,7 @@ static void sec_index_fetch(ks_t *K, queries_t *Q)
             for (int path = 0; path < 3; path++) {
                 if (path == 2 && (meth || n > 256 * 1024))
                     continue;                       /* batched: ~0.5 us per piece */
-                if (path == 1 && meth)
+                if ((path == 1 && meth) || (path && K->flush_fetch > 1))
                     continue;
                 void **dsts = NULL, **srcs = NULL;
                 size_t *sizes = NULL, np = 0;
@@ -266,9 +267,9 @@ static void sec_index_fetch(ks_t *K, queries_t *Q)
                         CK(cudaMemcpyBatchAsync(dsts, (const void *const *)srcs, sizes, np, &at,
                                                 &i0, 1, s));
                     }
-                }, bytes / (kb_ceil.h2d_gbps * 1e3), 0);
+                }, bytes / (kb_ceil.h2d_gbps * 1e3), path == 0 && K->flush_fetch > 1);
                 static const char *pv[3] = {"sm", "ce2d", "cebatch"};
-                kb_row_t r = kb_row("index_fetch", pv[path]);
+                kb_row_t r = kb_row("index_fetch", path == 0 && K->flush_fetch > 1 ? "sm_flushed" : pv[path]);
                 r.method = meth ? "sparq" : "fathom";
                 r.n_tokens = (long long)n;
                 r.heads = HEADS;
@@ -787,8 +788,16 @@ int kb_suite_kernels(const kb_opts_t *o)
     K.o = o;
     static const size_t full[] = {4096, 16384, 65536, 262144, 1048576, 4194304};
     static const size_t quick[] = {4096, 65536, 1048576};
-    K.ns = o->quick ? quick : full;
-    K.nn = o->quick ? 3 : 6;
+    /* --only index_fetch: the index fetches alone between 1M and 4M (a look at where the SMs'
+     * fetch of the plane prefixes slows, back to back and after an L2 flush; no full run) */
+    static const size_t fetch_ns[] = {1048576, 1572864, 2097152, 3145728, 4194304};
+    bool only_fetch = o->only && !strcmp(o->only, "index_fetch");
+    if (o->only && !only_fetch) {
+        fprintf(stderr, "kbench: kernels: --only takes index_fetch\n");
+        return 2;
+    }
+    K.ns = only_fetch ? fetch_ns : o->quick ? quick : full;
+    K.nn = only_fetch ? 5 : o->quick ? 3 : 6;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {
@@ -805,6 +814,15 @@ int kb_suite_kernels(const kb_opts_t *o)
     if (kb_layer_data_new(&K.D, K.ns[K.nn - 1], HEADS, QGROUP, T_DEFAULT, 1, seed) != 0)
         kb_die("cannot pin the layer's host data", __FILE__, __LINE__);
     queries_t Q = make_queries(&K);
+    if (only_fetch) {
+        for (K.flush_fetch = 1; K.flush_fetch <= 2; K.flush_fetch++)
+            sec_index_fetch(&K, &Q);
+        free_queries(&Q);
+        kb_layer_data_free(&K.D);
+        CK(cudaStreamDestroy(K.s));
+        kb_csv_close(K.csv);
+        return 0;
+    }
     sec_launch(&K);
     sec_quantize_flush(&K);
     sec_wf_plan(&K, &Q);
