@@ -106,11 +106,23 @@ __device__ void topk_select(int pass, topk_state_t *st, const uint32_t *h, int l
     }
 }
 
+/* Whether this block is the last of its row's grid to get here (every block's writes before it then
+ * visible to it); done counts the row's blocks. Every thread of the block calls it. */
+__device__ bool topk_row_last_block(unsigned *done)
+{
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    return last;
+}
+
 __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pass, topk_state_t *st,
                                   uint32_t *hist, unsigned *done)
 {
     __shared__ uint32_t h[KREF_TOPK_BINS];
-    __shared__ bool last;
     int r = blockIdx.y;
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
         h[i] = 0;
@@ -129,12 +141,7 @@ __global__ void topk_hist_kernel1(const float *__restrict__ x, size_t n, int pas
     for (int i = threadIdx.x; i < KREF_TOPK_BINS; i += blockDim.x)
         if (h[i])
             atomicAdd(&hist[r * KREF_TOPK_BINS + i], h[i]);
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(&done[r], 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last)
+    if (!topk_row_last_block(&done[r]))
         return;
     /* every block's counts are in: the row's histogram to shared memory (and
      * cleared for the next pass), then one warp selects the digit */
@@ -241,13 +248,7 @@ __global__ void topk_gather_kernel2(const float *__restrict__ x, size_t n, size_
     }
     if (all)
         return;
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(&done[r], 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last)
+    if (!topk_row_last_block(&done[r]))
         return;
     topk_rank_tiles(rt, tiles);
     if (threadIdx.x == 0)

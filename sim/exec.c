@@ -19,7 +19,6 @@ typedef struct xop {
     uint32_t pending;        /* predecessors not done (explicit and stream order) */
     uint32_t succ_first, n_succ;
     bool launched, started, waiting_gpu, done;
-    bool waiting_turn;       /* gathers_exclusive: waits for the other kind of GPU op to drain */
     bool turn_given;         /* gathers_exclusive: taken off the wait list, starts now */
     bool segment_start;      /* with CUDA graphs: first op of a graph segment */
     bool q_blocked;          /* behind an op of its hardware queue that has not started */
@@ -627,7 +626,6 @@ static bool turn_wait(xop_t *o)
     bool given = o->turn_given;
     o->turn_given = false;
     if (!given && (g->kind_running[3 - k] || g->turn_waits.head < g->turn_waits.n)) {
-        o->waiting_turn = true;
         o->t_ready = sim_now(x->sim);
         if (push_ptr((void ***)&g->turn_waits.ops, &g->turn_waits.n, &g->turn_waits.cap, o))
             fail(x, ERR_NOMEM, "exec: out of memory");
@@ -654,7 +652,6 @@ static void turns_next(exec_t *x, gpu_t *g)
             if (g->kind_running[3 - excl_kind(x, h)]) break;
             w->head++;
             x->stats.lost_ps[sim_res_count(x->sim) + EXEC_LOST_TURNS] += (double)(sim_now(x->sim) - h->t_ready);
-            h->waiting_turn = false;
             h->turn_given = true;
             op_start(h);
         }
