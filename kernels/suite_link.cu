@@ -594,6 +594,60 @@ static void section_gather_order(link_t *L)
     CK(cudaFree(sets));
 }
 
+/* Offsets of a sweep (section_gather_sweep) of `heads` parts of `region`, each in `passes` passes over
+ * its units of `unit` bytes, a pass unit/passes into the unit after the one before. by_block: the heads'
+ * pieces where kb_gather's blocks (`blocks` of 256 threads, 16-byte segments) take them, block b
+ * reading only head b mod heads's, each head's in its own order; else the heads side by side, piece
+ * by piece, every block reading all of them. Returns a malloc'd array of `rows` offsets. */
+static uint64_t *sweep_offsets(size_t region, size_t heads, size_t unit, size_t passes, size_t piece,
+                               size_t rows, int blocks, bool by_block)
+{
+    const size_t units = region / heads / unit, per_block = 256 * 16 / piece, spacing = unit / passes;
+    uint64_t *h = (uint64_t *)malloc(rows * sizeof *h);
+    size_t next[64] = {0};
+    for (size_t q = 0; q < rows; q++) {
+        size_t head = by_block ? q / per_block % (size_t)blocks % heads : q % heads;
+        size_t idx = by_block ? next[head]++ : q / heads;
+        size_t p = idx / units % passes, i = idx % units;
+        h[q] = head * (region / heads) + i * unit + p * spacing;
+    }
+    return h;
+}
+
+/* A sweep as the SM index fetch reads a plane index: 8 heads, each over its eighth of the region in
+ * units of 64 KiB (a chunk's planes), read in passes (a channel's prefix each), every pass a 256 B
+ * piece of every unit, evenly spaced in it; each head's pieces read by blocks of their own, as the
+ * fetch kernel's grid has it. 16 passes (sweep; SparQ's 16 channels), also every block reading all
+ * heads side by side (sweep_mixed), 8 and 32 passes (sweep8, sweep32; Fathom's ~35 channels), and
+ * pieces nearer the fetches' (sweep32_p128: Fathom's 160-544 B prefixes; sweep_p512: SparQ's 544).
+ * Regions at finer steps than a doubling between 512 MiB and 2 GiB, where the translations a pass
+ * touches outgrow what the GPU keeps; after an L2 flush, as in a step. No fit reads them. */
+static void section_gather_sweep(link_t *L)
+{
+    static const size_t mib[] = {256, 512, 640, 768, 832, 896, 960, 1024, 1152, 1280, 1536, 2048, 3072, 4096, 8192};
+    static const struct {
+        size_t passes, piece;
+        bool mixed;
+        const char *variant;
+    } v[] = {{16, 256, false, "sweep"},      {16, 256, true, "sweep_mixed"}, {8, 256, false, "sweep8"},
+             {32, 256, false, "sweep32"},    {32, 128, false, "sweep32_p128"}, {16, 512, false, "sweep_p512"}};
+    const size_t heads = 8, unit = 64 * KB_KIB;
+    const int blocks = 4 * kb_sm_count();
+    for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++)
+        for (size_t vi = 0; vi < sizeof v / sizeof v[0]; vi++) {
+            size_t region = mib[ri] * KB_MIB, rows = region / unit * v[vi].passes, piece = v[vi].piece;
+            if (region > L->hb.bytes || rows > L->max_pieces || rows * piece > L->dev_bytes)
+                continue;
+            if (L->o->quick && mib[ri] % 1024)
+                continue;
+            uint64_t *h = sweep_offsets(region, heads, unit, v[vi].passes, piece, rows, blocks, !v[vi].mixed);
+            work_t w = gather_work(L, 0, piece, region, 0, rows * piece, blocks, 0);
+            CK(cudaMemcpy(w.off, h, rows * sizeof *h, cudaMemcpyHostToDevice));
+            free(h);
+            run_single_flushed(L, &w, v[vi].variant);
+        }
+}
+
 static void section_gather_blocks(link_t *L)
 {
     int blocks[] = {4, 8, 16, 33, 66, 132, 264, 528, 1056};
@@ -710,23 +764,41 @@ static const struct {
                      {"gather_order", section_gather_order}, {"mixes", section_mixes},
                      {"pairs", section_pairs},               {"gather_grid", section_gather_grid}};
 
+/* Sections only --only runs: looks at one effect that no fit reads. */
+static const struct {
+    const char *name;
+    void (*run)(link_t *);
+} look_sections[] = {{"gather_sweep", section_gather_sweep}};
+
+/* The section named `name` of either list, or NULL. */
+static void (*section_named(const char *name))(link_t *)
+{
+    for (size_t i = 0; i < sizeof host_sections / sizeof host_sections[0]; i++)
+        if (!strcmp(host_sections[i].name, name))
+            return host_sections[i].run;
+    for (size_t i = 0; i < sizeof look_sections / sizeof look_sections[0]; i++)
+        if (!strcmp(look_sections[i].name, name))
+            return look_sections[i].run;
+    return NULL;
+}
+
 /* --only: that section alone over cudaHostAlloc memory, for a look at one effect (no time slices,
  * no other allocator). */
 static int run_only(link_t *L, const char *name)
 {
-    for (size_t i = 0; i < sizeof host_sections / sizeof host_sections[0]; i++)
-        if (!strcmp(host_sections[i].name, name)) {
-            if (kb_host_alloc(&L->hb, L->o->max_region, KB_HOSTALLOC) != 0)
-                return fprintf(stderr, "kbench: link: cudaHostAlloc of the host buffer failed\n"), 2;
-            kb_fill_random(L->hb.ptr, L->o->max_region, 42);
-            int bad = check_gather(L);
-            if (!bad)
-                host_sections[i].run(L);
-            kb_host_free(&L->hb);
-            return bad;
-        }
-    fprintf(stderr, "kbench: link: no section '%s'\n", name);
-    return 2;
+    void (*run)(link_t *) = section_named(name);
+    if (!run) {
+        fprintf(stderr, "kbench: link: no section '%s'\n", name);
+        return 2;
+    }
+    if (kb_host_alloc(&L->hb, L->o->max_region, KB_HOSTALLOC) != 0)
+        return fprintf(stderr, "kbench: link: cudaHostAlloc of the host buffer failed\n"), 2;
+    kb_fill_random(L->hb.ptr, L->o->max_region, 42);
+    int bad = check_gather(L);
+    if (!bad)
+        run(L);
+    kb_host_free(&L->hb);
+    return bad;
 }
 
 int kb_suite_link(const kb_opts_t *o)
