@@ -781,6 +781,66 @@ static void sec_launch(ks_t *K)
     }
 }
 
+/* --only index_fetch: the SM fetch over synthetic plans (no fit reads them), to tell what sets a
+ * fetch's rate past the region where translations stop holding: `count` channels of one depth,
+ * the same channels for every head (spread evenly) or each head's own (drawn at random). */
+static void sec_fetch_plans(ks_t *K)
+{
+    static const struct {
+        int count, depth, each;
+        const char *name;
+    } P[] = {{35, 1, 0, "d1x35_same"}, {35, 1, 1, "d1x35_each"}, {12, 4, 0, "d4x12_same"},
+             {16, 4, 0, "d4x16_same"}, {16, 4, 1, "d4x16_each"}};
+    size_t cap = K->D.n_max / T_DEFAULT * kref_chunk_bytes(T_DEFAULT);
+    uint8_t *cmp = (uint8_t *)dalloc(HEADS * cap);
+    kref_plan_t hp[HEADS], *dp = (kref_plan_t *)dalloc(sizeof hp);
+    for (size_t pi = 0; pi < sizeof P / sizeof P[0]; pi++) {
+        double chunk_bytes = 0;
+        for (int h = 0; h < HEADS; h++) {
+            uint8_t depth[KREF_D] = {0}, order[KREF_D];
+            for (int j = 0; j < KREF_D; j++)
+                order[j] = (uint8_t)j;
+            for (int j = KREF_D - 1; P[pi].each && j > 0; j--) {   /* Fisher-Yates */
+                int o = (int)(kref_mix64(0x5eedull + pi * 1000 + h * KREF_D + j) % (uint64_t)(j + 1));
+                uint8_t t = order[j];
+                order[j] = order[o];
+                order[o] = t;
+            }
+            for (int a = 0; a < P[pi].count; a++)
+                depth[P[pi].each ? order[a] : a * KREF_D / P[pi].count] = (uint8_t)P[pi].depth;
+            kref_plan_from_depth(depth, T_DEFAULT, &hp[h]);
+            chunk_bytes += hp[h].chunk_prefix_bytes;
+        }
+        CK(cudaMemcpy(dp, hp, sizeof hp, cudaMemcpyHostToDevice));
+        for (int i = 0; i < K->nn; i++) {
+            size_t n = K->ns[i], hs = n / T_DEFAULT * kref_chunk_bytes(T_DEFAULT), cs = (hs + 15) / 16 * 16;
+            double bytes = (double)(n / T_DEFAULT) * chunk_bytes;
+            const uint8_t *src = K->D.h[KB_M_FATHOM];
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                kb_fetch_prefix_sm(src, hs, cmp, cs, dp, HEADS, n, T_DEFAULT, 4 * kb_sm_count(), s);
+            }, bytes / (kb_ceil.h2d_gbps * 1e3), 0);
+            kb_row_t r = kb_row("index_fetch", "sm_plan");
+            r.method = "synthetic";
+            r.layout = P[pi].name;
+            r.n_tokens = (long long)n;
+            r.heads = HEADS;
+            r.bits = P[pi].count * P[pi].depth;
+            r.chunk_tokens = T_DEFAULT;
+            r.region_bytes = (long long)(HEADS * hs);
+            r.placement = "host";
+            r.allocator = "hostalloc";
+            r.bytes_moved = bytes;
+            r.pieces = (long long)(n / T_DEFAULT) * HEADS * P[pi].count;
+            r.piece_bytes = (long long)kref_prefix_bytes(T_DEFAULT, P[pi].depth);
+            r.blocks = 4 * kb_sm_count();
+            r.ref_gbps = kb_ceil.h2d_gbps;
+            put(K, &r, st, (double)HEADS * n);
+        }
+    }
+    CK(cudaFree(dp));
+    CK(cudaFree(cmp));
+}
+
 int kb_suite_kernels(const kb_opts_t *o)
 {
     ks_t K;
@@ -817,6 +877,7 @@ int kb_suite_kernels(const kb_opts_t *o)
     if (only_fetch) {
         for (K.flush_fetch = 1; K.flush_fetch <= 2; K.flush_fetch++)
             sec_index_fetch(&K, &Q);
+        sec_fetch_plans(&K);
         free_queries(&Q);
         kb_layer_data_free(&K.D);
         CK(cudaStreamDestroy(K.s));
