@@ -619,23 +619,27 @@ static uint64_t *sweep_offsets(size_t region, size_t heads, size_t unit, size_t 
  * piece of every unit, evenly spaced in it; each head's pieces read by blocks of their own, as the
  * fetch kernel's grid has it. 16 passes (sweep; SparQ's 16 channels), also every block reading all
  * heads side by side (sweep_mixed), 8 and 32 passes (sweep8, sweep32; Fathom's ~35 channels), and
- * pieces nearer the fetches' (sweep32_p128: Fathom's 160-544 B prefixes; sweep_p512: SparQ's 544).
+ * pieces nearer the fetches' (sweep32_p128: Fathom's 160-544 B prefixes; sweep_p512: SparQ's 544),
+ * and units of 68 KiB, a chunk of 1024 tokens' planes, not a power of two (the _u68 variants).
  * Regions at finer steps than a doubling between 512 MiB and 2 GiB, where the translations a pass
  * touches outgrow what the GPU keeps; after an L2 flush, as in a step. No fit reads them. */
 static void section_gather_sweep(link_t *L)
 {
     static const size_t mib[] = {256, 512, 640, 768, 832, 896, 960, 1024, 1152, 1280, 1536, 2048, 3072, 4096, 8192};
     static const struct {
-        size_t passes, piece;
+        size_t passes, piece, unit_kib;
         bool mixed;
         const char *variant;
-    } v[] = {{16, 256, false, "sweep"},      {16, 256, true, "sweep_mixed"}, {8, 256, false, "sweep8"},
-             {32, 256, false, "sweep32"},    {32, 128, false, "sweep32_p128"}, {16, 512, false, "sweep_p512"}};
-    const size_t heads = 8, unit = 64 * KB_KIB;
+    } v[] = {{16, 256, 64, false, "sweep"},          {16, 256, 64, true, "sweep_mixed"},
+             {8, 256, 64, false, "sweep8"},          {32, 256, 64, false, "sweep32"},
+             {32, 128, 64, false, "sweep32_p128"},   {16, 512, 64, false, "sweep_p512"},
+             {32, 128, 68, false, "sweep32_p128_u68"}, {16, 256, 68, false, "sweep_u68"}};
+    const size_t heads = 8;
     const int blocks = 4 * kb_sm_count();
     for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++)
         for (size_t vi = 0; vi < sizeof v / sizeof v[0]; vi++) {
-            size_t region = mib[ri] * KB_MIB, rows = region / unit * v[vi].passes, piece = v[vi].piece;
+            size_t unit = v[vi].unit_kib * KB_KIB, piece = v[vi].piece, region = mib[ri] * KB_MIB;
+            size_t rows = region / heads / unit * heads * v[vi].passes;
             if (region > L->hb.bytes || rows > L->max_pieces || rows * piece > L->dev_bytes)
                 continue;
             if (L->o->quick && mib[ri] % 1024)
