@@ -652,6 +652,32 @@ static void section_gather_sweep(link_t *L)
         }
 }
 
+/* The row rate of a plane index's fetch, for the fit (gather_plane<piece>_rows_Mps_<region>): the
+ * sweep above at its nearest to the SM index fetch, 8 heads each over its eighth of the region in
+ * units of 68 KiB (a chunk of 1024 tokens' planes), 32 passes (Fathom's ~35 channels a chunk), of
+ * 128 B pieces (plane_sweep_p128; Fathom's prefixes are 160-544 B) and of 512 B (plane_sweep_p512;
+ * SparQ's 544), at regions up to 4 GiB in finer steps than a doubling around the cliff between
+ * 640 MiB and 1.25 GiB where a sweep's translations stop holding; after an L2 flush, as in a step. */
+static void section_plane_sweep(link_t *L)
+{
+    static const size_t mib[] = {256, 512, 640, 768, 832, 896, 960, 1024, 1152, 1280, 1536, 2048, 3072, 4096};
+    const size_t heads = 8, unit = 68 * KB_KIB, passes = 32, pieces[] = {128, 512};
+    const int blocks = 4 * kb_sm_count();
+    for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++)
+        for (int pi = 0; pi < 2; pi++) {
+            size_t region = mib[ri] * KB_MIB, rows = region / heads / unit * heads * passes;
+            if (region > L->hb.bytes || rows > L->max_pieces || rows * pieces[pi] > L->dev_bytes)
+                continue;
+            if (L->o->quick && mib[ri] % 1024)
+                continue;
+            uint64_t *h = sweep_offsets(region, heads, unit, passes, pieces[pi], rows, blocks, true);
+            work_t w = gather_work(L, 0, pieces[pi], region, 0, rows * pieces[pi], blocks, 0);
+            CK(cudaMemcpy(w.off, h, rows * sizeof *h, cudaMemcpyHostToDevice));
+            free(h);
+            run_single_flushed(L, &w, pi ? "plane_sweep_p512" : "plane_sweep_p128");
+        }
+}
+
 static void section_gather_blocks(link_t *L)
 {
     int blocks[] = {4, 8, 16, 33, 66, 132, 264, 528, 1056};
@@ -765,7 +791,8 @@ static const struct {
 } host_sections[] = {{"ce_sizes", section_ce_sizes},         {"duplex_streams", section_duplex_streams},
                      {"2d_batch", section_2d_batch},         {"gather_blocks", section_gather_blocks},
                      {"gather_payloads", section_gather_payloads}, {"gather_rows", section_gather_rows},
-                     {"gather_order", section_gather_order}, {"mixes", section_mixes},
+                     {"gather_order", section_gather_order}, {"plane_sweep", section_plane_sweep},
+                     {"mixes", section_mixes},
                      {"pairs", section_pairs},               {"gather_grid", section_gather_grid}};
 
 /* Sections only --only runs: looks at one effect that no fit reads. */
