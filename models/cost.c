@@ -117,6 +117,12 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
             if (rc) return rc;
             c->gather_rows_ps[t][k] *= 1e6;
         }
+    for (int p = 0; p < COST_PLANE_PIECES; p++)
+        for (int k = 0; k < COST_PLANE_KNOTS; k++) {
+            int rc = calib_get(cal, cost_plane_names[p][k], &c->plane_rows_ps[p][k], e);
+            if (rc) return rc;
+            c->plane_rows_ps[p][k] *= 1e6;
+        }
     return kinds_init(c, cal, e);
 }
 
@@ -156,21 +162,87 @@ const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {
     KNOTS("gather_heads_after_rows_Mps_"), KNOTS("gather_heads_shuffle_rows_Mps_")};
 #undef KNOTS
 
+const double cost_plane_knot_bytes[COST_PLANE_KNOTS] = {
+    256.0 * 1048576, 512.0 * 1048576, 640.0 * 1048576,  768.0 * 1048576,  832.0 * 1048576,
+    896.0 * 1048576, 960.0 * 1048576, 1024.0 * 1048576, 1152.0 * 1048576, 1280.0 * 1048576,
+    1536.0 * 1048576, 2048.0 * 1048576, 3072.0 * 1048576, 4096.0 * 1048576};
+const double cost_plane_piece_bytes[COST_PLANE_PIECES] = {128.0, 512.0};
+#define PLANE(p)                                                                                          \
+    {p "256MiB",  p "512MiB",  p "640MiB",  p "768MiB",  p "832MiB",  p "896MiB",  p "960MiB",             \
+     p "1024MiB", p "1152MiB", p "1280MiB", p "1536MiB", p "2048MiB", p "3072MiB", p "4096MiB"}
+const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS] = {PLANE("gather_plane128_rows_Mps_"),
+                                                                           PLANE("gather_plane512_rows_Mps_")};
+#undef PLANE
+
+/* The knot of `knots` (n of them, ascending) at or below x (0 below the first, the last past it),
+ * and in *f where x lies between it and the next on a log scale (0 outside them). */
+static int knot_at(const double *knots, int n, double x, double *f)
+{
+    int i = 0;
+    while (i + 1 < n && x >= knots[i + 1]) i++;
+    *f = (x <= knots[0] || i == n - 1) ? 0 : log(x / knots[i]) / log(knots[i + 1] / knots[i]);
+    return i;
+}
+
+/* The rate r[i] at knot i, or log-linearly a share f of the way to knot i + 1. */
+static double knots_rate(const double *r, int i, double f)
+{
+    return f > 0 ? exp(log(r[i]) + f * (log(r[i + 1]) - log(r[i]))) : r[i];
+}
+
+static double rows_cold_per_s(const cost_t *c, double region_bytes, cost_rows_t table);
+static void note_row_knots(const cost_t *c, cost_rows_t table, double region_bytes, double piece);
+
+double cost_knots_rate(const double *knots, const double *rates, int n, double x)
+{
+    double f;
+    int i = knot_at(knots, n, x, &f);
+    return knots_rate(rates, i, f);
+}
+
+/* Rows per second of a plane sweep of the given piece row (cost_plane_piece_bytes) at region_bytes. */
+static double plane_rows_per_s(const cost_t *c, int piece, double region_bytes)
+{
+    return cost_knots_rate(cost_plane_knot_bytes, c->plane_rows_ps[piece], COST_PLANE_KNOTS, region_bytes);
+}
+
+double cost_plane_row_s(const cost_t *c, double region_bytes, double piece_bytes)
+{
+    const double *p = cost_plane_piece_bytes, last = cost_plane_knot_bytes[COST_PLANE_KNOTS - 1];
+    double w = fmin(fmax((piece_bytes - p[0]) / (p[1] - p[0]), 0), 1);
+    double t = (1 - w) / plane_rows_per_s(c, 0, region_bytes) + w / plane_rows_per_s(c, 1, region_bytes);
+    /* past the sweep's last region, as rows in any order slow from there on (measured to 16 GiB) */
+    if (region_bytes > last) t *= rows_cold_per_s(c, last, COST_ROWS_ANY) / rows_cold_per_s(c, region_bytes, COST_ROWS_ANY);
+    return t;
+}
+
+/* Notes the plane sweep's knots a prefix row of piece_bytes over region_bytes read. */
+static void note_plane_knots(const cost_t *c, double region_bytes, double piece_bytes)
+{
+    double f;
+    int k = knot_at(cost_plane_knot_bytes, COST_PLANE_KNOTS, region_bytes, &f);
+    for (int p = 0; p < COST_PLANE_PIECES; p++) {
+        bool used = p == 0 ? piece_bytes < cost_plane_piece_bytes[1] : piece_bytes > cost_plane_piece_bytes[0];
+        if (!used) continue;
+        calib_note(c->cal, cost_plane_names[p][k], piece_bytes);
+        if (f > 0) calib_note(c->cal, cost_plane_names[p][k + 1], piece_bytes);
+        if (region_bytes > cost_plane_knot_bytes[COST_PLANE_KNOTS - 1])
+            calib_note_outside(c->cal, cost_plane_names[p][COST_PLANE_KNOTS - 1]);
+    }
+    if (region_bytes > cost_plane_knot_bytes[COST_PLANE_KNOTS - 1])
+        note_row_knots(c, COST_ROWS_ANY, region_bytes, piece_bytes);
+}
+
 /* The knot at or below region_bytes (0 below the first, the last past it). */
 static int row_knot(double region_bytes)
 {
-    int i = 0;
-    while (i + 1 < COST_ROW_KNOTS && region_bytes >= cost_row_knot_bytes[i + 1]) i++;
-    return i;
+    double f;
+    return knot_at(cost_row_knot_bytes, COST_ROW_KNOTS, region_bytes, &f);
 }
 
 static double rows_cold_per_s(const cost_t *c, double region_bytes, cost_rows_t table)
 {
-    const double *r = c->gather_rows_ps[table];
-    int i = row_knot(region_bytes);
-    if (region_bytes <= cost_row_knot_bytes[0] || i == COST_ROW_KNOTS - 1) return r[i];
-    double f = log(region_bytes / cost_row_knot_bytes[i]) / log(cost_row_knot_bytes[i + 1] / cost_row_knot_bytes[i]);
-    return exp(log(r[i]) + f * (log(r[i + 1]) - log(r[i])));
+    return cost_knots_rate(cost_row_knot_bytes, c->gather_rows_ps[table], COST_ROW_KNOTS, region_bytes);
 }
 
 double cost_gather_cold_share(const cost_t *c, double rows)
@@ -248,10 +320,15 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
     cost_rows_t after = cost_gather_table(c, form, bytes, COST_GATHER_AFTER);
     cost_rows_t kept = cost_gather_table(c, form, bytes, at == COST_GATHER_AFTER ? COST_GATHER_STEP : at);
     bool step_heads = at != COST_GATHER_ALONE && kept == COST_ROWS_HEADS;
-    double kept_rate = step_heads ? step_heads_rows_per_s(c, region_bytes, tlb)
-                                  : cost_gather_rows_per_s(c, region_bytes, at == COST_GATHER_ALONE ? tlb : INFINITY, kept);
-    double per_row_s = (e > 0 ? e / cost_gather_rows_per_s(c, region_bytes, INFINITY, after) : 0) +
-                       (e < 1 ? (1 - e) / kept_rate : 0);
+    double per_row_s;
+    if (prefix) {   /* a sweep: its own passes keep or lose its translations, wherever it runs */
+        per_row_s = cost_plane_row_s(c, region_bytes, piece);
+    } else {
+        double kept_rate = step_heads ? step_heads_rows_per_s(c, region_bytes, tlb)
+                                      : cost_gather_rows_per_s(c, region_bytes, at == COST_GATHER_ALONE ? tlb : INFINITY, kept);
+        per_row_s = (e > 0 ? e / cost_gather_rows_per_s(c, region_bytes, INFINITY, after) : 0) +
+                    (e < 1 ? (1 - e) / kept_rate : 0);
+    }
     double rows_rate = piece * eff / per_row_s;
     op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
     if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
@@ -267,7 +344,9 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
         calib_note(c->cal, "gather_block_GBps", c->gather_blocks);
         calib_note(c->cal, "gather_blocks", NAN);
     }
-    if (rows_rate < op->cost.cap_rate) {
+    if (rows_rate < op->cost.cap_rate && prefix) {
+        note_plane_knots(c, region_bytes, piece);
+    } else if (rows_rate < op->cost.cap_rate) {
         if (e > 0) note_row_knots(c, after, region_bytes, piece);
         if (e < 1) note_row_knots(c, kept, region_bytes, piece);
         /* in a step, noted where some rows stay warm (past twice gather_warm_rows the value no longer matters) */

@@ -79,6 +79,20 @@ typedef enum {
 extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
 extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 
+/* The SM index fetch reads a plane index chunk by chunk, a channel's prefix of every chunk in
+ * turn, so its row rate is a sweep's: at the link's pace while the GPU keeps the translations of
+ * the whole region, then falling off a cliff over a few hundred MiB (kbench's plane_sweep rows: 8
+ * heads, 68 KiB units, 32 passes). Its rows per second (gather_plane<piece>_rows_Mps_<MiB>MiB) at
+ * regions finer than a doubling around that cliff, for pieces of 128 B and of 512 B: a prefix's row
+ * takes the time linearly between the two by its piece (flat outside them), at its region
+ * log-linearly between knots (flat below the first; past the last, slower as rows in any order
+ * slow from there, noted as outside the range). */
+#define COST_PLANE_KNOTS 14
+#define COST_PLANE_PIECES 2
+extern const double cost_plane_knot_bytes[COST_PLANE_KNOTS];
+extern const double cost_plane_piece_bytes[COST_PLANE_PIECES];
+extern const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS];
+
 /* The parameter values of one platform, SI units, read once from a profile. */
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
@@ -87,6 +101,7 @@ typedef struct cost {
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[COST_ROW_TABLES][COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
     double gather_warm_rows;   /* re-read rows: warm (256 MiB rate) up to this many, cold from twice as many */
+    double plane_rows_ps[COST_PLANE_PIECES][COST_PLANE_KNOTS]; /* rows/s of a plane sweep at its knots */
     double prefix_latency_s, prefix_eff, zc_scan_eff; /* COST_SM_PREFIX, COST_SM_ZC_SCAN */
     double host_page_bytes;    /* host memory's translation unit for the GPU */
     double gather_weight, gather_duplex_coef;
@@ -141,8 +156,9 @@ typedef enum {
                       * rows from 16 parts in turn, taken for any number of heads) */
     COST_SM_HEADS_NEW, /* the same, none of its rows read before (winners all new each step):
                       * gather_heads_new_rows_Mps_<size>, every row cold */
-    COST_SM_PREFIX,  /* the index fetch's kernel reading each chunk's plane prefixes the same way: the
-                      * gather's rate times prefix_gather_eff, its own fixed time */
+    COST_SM_PREFIX,  /* the index fetch's kernel reading each chunk's plane prefixes: its rows at the
+                      * plane sweep's rate (cost_plane_row_s, wherever it runs), the gather's ceilings,
+                      * both times prefix_gather_eff, its own fixed time */
     COST_SM_ZC_SCAN  /* a plane scan reading those prefixes straight from host memory (no fetch): the
                       * index fetch's form at zc_scan_eff times its rate */
 } cost_xfer_t;
@@ -190,6 +206,12 @@ double cost_gather_translations(const cost_t *c, double pieces, double region_by
  * them; cost_transfer notes those knots, and a region past 16 GiB as outside the range), the warm
  * rest at the 256 MiB knot's, whose translations miss nothing. Rows none read before are all cold. */
 double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double translations, cost_rows_t table);
+/* The rate at x of the curve through rates[i] at knots[i] (n, ascending): log-linear between
+ * knots, flat outside them. */
+double cost_knots_rate(const double *knots, const double *rates, int n, double x);
+/* Seconds a row of a plane index's fetch (COST_SM_PREFIX, COST_SM_ZC_SCAN) of `piece_bytes` over
+ * region_bytes takes at the plane sweep's rates (cost_plane_names), before prefix_gather_eff. */
+double cost_plane_row_s(const cost_t *c, double region_bytes, double piece_bytes);
 /* The row table of an SM gather of `form` moving `bytes`, run `at`. */
 cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, cost_gather_at_t at);
 /* Share of a re-read gather's rows that miss the GPU's address translations: 0 up to

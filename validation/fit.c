@@ -781,6 +781,21 @@ static double variant_cold_share(const char *variant, double pieces, double warm
     return reread ? cold_share(pieces, log2(warm_rows)) : 1;
 }
 
+/* Whether r is an SM gather row of `variant`, alone, at `region`. */
+static bool gather_row_at(const kbrow_t *r, const char *variant, double region)
+{
+    return is_op(r, OPKIND_SM_GATHER) && alone(r) && !strcmp(r->variant, variant) &&
+           fabs(log(r->region_bytes / region)) <= 0.01;
+}
+
+/* Whether the link suite has such rows (gather_row_at). */
+static bool has_rows(const sel_t *rows, const char *variant, double region)
+{
+    for (size_t i = 0; i < rows->n; i++)
+        if (gather_row_at(rows->v[i], variant, region)) return true;
+    return false;
+}
+
 /* A knot's cold row rate (Mrows/s) from the link suite's rows of `variant` (256 B, or 512 B) at its
  * region: each row's time less the gather's fixed time, its cold share (gather_warm_rows) at the
  * knot's rate and the rest at the warm one (cost_gather_rows_per_s), where the rows bind (the time
@@ -792,9 +807,7 @@ static size_t knot_rows(const sel_t *rows, const char *variant, double region, c
     size_t n = 0;
     for (size_t i = 0; i < rows->n && n < max; i++) {
         const kbrow_t *r = rows->v[i];
-        if (!is_op(r, OPKIND_SM_GATHER) || !alone(r) || strcmp(r->variant, variant) ||
-            fabs(log(r->region_bytes / region)) > 0.01 || !(r->pieces > 0))
-            continue;
+        if (!gather_row_at(r, variant, region) || !(r->pieces > 0)) continue;
         double busy = r->t_med_us - lat, m = variant_cold_share(variant, r->pieces, warm_rows);
         if (!(busy > 1.1 * r->bytes_moved / (peak * 1e3)) || !(m > 0)) continue;
         double cold = m / (busy / r->pieces - (1 - m) / warm);   /* us a row, so Mrows/s */
@@ -886,6 +899,52 @@ static int fit_gather_knots(fit_t *f, const sel_t *rows, const calib_t *seed, er
         if (!knot_fit(f, rows, "order_win_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, &v))
             knot_or(f, rows, "order_kv_after", cost_row_names[COST_ROWS_HEADS_AFTER][k], k, g, heads_n[k], heads[k], &v);
         knot_or(f, rows, "order_win_shuffle", cost_row_names[COST_ROWS_HEADS_SHUFFLE][k], k, g, heads_n[k], heads[k], &v);
+    }
+    return ERR_OK;
+}
+
+/* The plane sweep's knots (models/cost.h: gather_plane<piece>_rows_Mps_<region>) from the link
+ * suite's plane_sweep rows of that piece at that region: rows / (t - gather_latency) where the rows
+ * bind (knot_rows); where the link binds them instead, as the warm rows' rate (the 256 MiB knot of
+ * rows in any order: the row rate is at least what was measured, and the gather's ceilings then
+ * bind a prefix fetch); without such rows (a run before the section), the curve of rows in any
+ * order at that region, every row cold (as the fetch was priced before). */
+static int fit_plane_knots(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
+{
+    double g[4], any[COST_ROW_KNOTS];
+    int rc = value_of(f, seed, "gather_latency_us", &g[0], e);
+    if (!rc) rc = value_of(f, seed, "gather_peak_GBps", &g[1], e);
+    if (!rc) rc = value_of(f, seed, "gather_warm_rows", &g[2], e);
+    for (int k = 0; k < COST_ROW_KNOTS && !rc; k++) rc = value_of(f, seed, cost_row_names[COST_ROWS_ANY][k], &any[k], e);
+    if (rc) return rc;
+    g[3] = any[0];
+    for (int p = 0; p < COST_PLANE_PIECES; p++) {
+        char variant[32];
+        snprintf(variant, sizeof variant, "plane_sweep_p%.0f", cost_plane_piece_bytes[p]);
+        for (int k = 0; k < COST_PLANE_KNOTS; k++) {
+            const char *name = cost_plane_names[p][k];
+            const kbrow_t *used[64];
+            double v, se, region = cost_plane_knot_bytes[k], pred[64], meas[64];
+            size_t n = knot_rows(rows, variant, region, g, &v, &se, used, 64);
+            if (n) {
+                char how[160];
+                snprintf(how, sizeof how, "%s rows: rows/(t - gather_latency) where the rows bind", variant);
+                put(f, name, v, se, NAN, NAN, used, n, how);
+                for (size_t j = 0; j < n; j++) {
+                    pred[j] = g[0] + used[j]->pieces / v;
+                    meas[j] = used[j]->t_med_us;
+                }
+                char label[80];
+                snprintf(label, sizeof label, "sm_%s", name + strlen("gather_"));
+                resid(f, label, pred, meas, n);
+            } else if (has_rows(rows, variant, region)) {
+                put(f, name, g[3], 0, NAN, NAN, NULL, 0,
+                    "derived: as gather_rows_Mps_256MiB (the link binds the plane_sweep rows here, not their rate)");
+            } else {
+                put(f, name, cost_knots_rate(cost_row_knot_bytes, any, COST_ROW_KNOTS, region), 0, NAN, NAN, NULL, 0,
+                    "derived: the gather_rows_Mps_ curve at this region (no plane_sweep rows: every row cold, in any order)");
+            }
+        }
     }
     return ERR_OK;
 }
@@ -2266,6 +2325,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_gather(f, &rows, seed, e);
     if (!rc) rc = fit_gather_tlb(f, &rows, seed, e);
     if (!rc) rc = fit_gather_knots(f, &rows, seed, e);
+    if (!rc) rc = fit_plane_knots(f, &rows, seed, e);
     if (!rc) rc = fit_prefix(f, &rows, seed, e);
     if (!rc) rc = fit_zc_scan(f, &rows, seed, e);
     if (!rc) rc = fit_per_piece(f, &rows, seed, OPKIND_H2D_COPY2D, "ce2d_row_ns", 1e3,

@@ -721,6 +721,49 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     th_machine_free(&t);
 }
 
+/* A plane index's fetch row (cost_plane_row_s). Sweep rates set to 400 and 100 Mrows/s at 768 MiB
+ * (128 B and 512 B rows) and 100 and 50 at the next knot, 832 MiB. At 768 MiB a 128 B row takes
+ * 1/400 us = 2.5 ns, a 512 B one 10 ns, a 320 B one half way, 6.25 ns; past 512 B 10 ns, below 128 B
+ * 2.5. At sqrt(768 · 832) MiB, half way on a log scale, the 128 B rate is sqrt(400 · 100) = 200
+ * Mrows/s: 5 ns. At the last knot (4 GiB) set to 20 Mrows/s for 128 B rows, 50 ns; past it slower
+ * as rows in any order slow: with those at 40 Mrows/s at 4 GiB and 20 at 16 GiB, 100 ns at 16 GiB.
+ * In a plan the prefix fetch's rows bind at that rate times prefix_gather_eff, wherever it runs. */
+Test(cost, plane_fetch_rows_at_the_sweep_rates)
+{
+    static const struct {
+        const char *name;
+        double value;
+    } given[] = {{"gather_plane128_rows_Mps_768MiB", 400}, {"gather_plane512_rows_Mps_768MiB", 100},
+                 {"gather_plane128_rows_Mps_832MiB", 100}, {"gather_plane512_rows_Mps_832MiB", 50},
+                 {"gather_plane128_rows_Mps_4096MiB", 20}, {"gather_rows_Mps_4GiB", 40},
+                 {"gather_rows_Mps_16GiB", 20},            {"prefix_gather_eff", 0.5}};
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++) set(t.cal, given[i].name, given[i].value);
+    cost_t c;
+    cost_paths_t paths;
+    cost_ready(&t, &c, &paths);
+    const double MiB = 1048576.0;
+    cr_expect_float_eq(cost_plane_row_s(&c, 768 * MiB, 128), 2.5e-9, 1e-15);
+    cr_expect_float_eq(cost_plane_row_s(&c, 768 * MiB, 512), 10e-9, 1e-15);
+    cr_expect_float_eq(cost_plane_row_s(&c, 768 * MiB, 320), 6.25e-9, 1e-15);
+    cr_expect_float_eq(cost_plane_row_s(&c, 768 * MiB, 4096), 10e-9, 1e-15);
+    cr_expect_float_eq(cost_plane_row_s(&c, 768 * MiB, 64), 2.5e-9, 1e-15);
+    cr_expect_float_eq(cost_plane_row_s(&c, sqrt(768.0 * 832.0) * MiB, 128), 5e-9, 1e-14);
+    cr_expect_float_eq(cost_plane_row_s(&c, 4096 * MiB, 128), 50e-9, 1e-14);
+    cr_expect_float_eq(cost_plane_row_s(&c, 16384 * MiB, 128), 100e-9, 1e-14);
+    /* a Fathom-like fetch of 320 B rows over 768 MiB, in a step: rows at 0.5 · 320 B / 6.25 ns */
+    plan_op_t pf;
+    memset(&pf, 0, sizeof pf);
+    double rows = 65536;
+    cost_transfer_step(&c, &paths, COST_SM_PREFIX, rows * 320, rows, 768 * MiB, INFINITY, &pf);
+    double rows_use = NAN;
+    for (int i = 0; i < pf.n_uses; i++)
+        if (pf.uses[i].res == paths.rows) rows_use = pf.uses[i].coef;
+    cr_expect_float_eq(rows_use, 6.25e-9 / (0.5 * 320), 1e-18);
+    th_machine_free(&t);
+}
+
 /* The L2's dirty lines (cost_l2_pass), H200: L = 60 MiB of traffic kept, at most C = 0.5·60 = 30 MiB
  * dirty. Written 8 MiB: 8 dirty. Then 15 MiB read: 8·(1 − 15/60) = 6. Then 60 more read: none. 40
  * written at once: min(40, 30) = 30. 30 written while 90 read (T = 120): 30·60/120 = 15. 20 written

@@ -321,6 +321,20 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         if (keep) gsl_rng_memcpy(o.rng, keep);
         gsl_rng_free(keep);
     }
+    /* the plane sweep (none without a truth for it): 128 B rows over 1 GiB at the truth's rate, and
+     * 512 B rows over 512 MiB that the link binds */
+    if (t->plane128_rows_Mps_1GiB > 0) {
+        gsl_rng *keep = gsl_rng_clone(o.rng);
+        double n = 493312;
+        row(&o, "link", "sm_gather", "plane_sweep_p128", -1, -1, 128, GIB, n, 528, "alone", n * 128,
+            t->gather_latency_us + fmax(n / t->plane128_rows_Mps_1GiB, n * 128 / (t->gather_peak_GBps * 1e3)), -1, "",
+            1, -1);
+        n = 246528;
+        row(&o, "link", "sm_gather", "plane_sweep_p512", -1, -1, 512, GIB / 2, n, 528, "alone", n * 512,
+            t->gather_latency_us + n * 512 / (t->gather_peak_GBps * 1e3), -1, "", 1, -1);
+        if (keep) gsl_rng_memcpy(o.rng, keep);
+        gsl_rng_free(keep);
+    }
     int bad = fclose(o.fp) != 0;
     /* Kernels: HBM kernels by size, topk, GEMMs by batch, launches; some at n > 256K. */
     o.fp = open_csv(dir, "kernels.csv", "kernels", device);

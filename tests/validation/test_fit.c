@@ -226,6 +226,27 @@ Test(fit, shuffled_rows_come_from_the_winner_fetch_where_measured)
                                   "gather_heads_shuffle_rows_Mps_4GiB", "gather_heads_rows_Mps_4GiB", 0);
 }
 
+/* The plane sweep's knots: rows/(t - gather_latency) of the plane_sweep rows where they bind (128 B
+ * rows over 1 GiB at 60 Mrows/s), else the curve of rows in any order at that region (the runs
+ * before 11:42: at 1 GiB its knot); where the link binds them (512 B rows over 512 MiB at the
+ * gather's peak), the warm rate, the 256 MiB knot's. */
+Test(fit, plane_sweep_knots_come_from_its_rows_where_measured)
+{
+    knot_from_rows_where_measured(offsetof(synth_truth_t, plane128_rows_Mps_1GiB), 60,
+                                  "gather_plane128_rows_Mps_1024MiB", "gather_rows_Mps_1GiB", 0);
+    for (int with = 0; with < 2; with++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.plane128_rows_Mps_1GiB = with ? 60 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        double want = fit_find(fx.fit, with ? "gather_rows_Mps_256MiB" : "gather_rows_Mps_512MiB")->value;
+        cr_assert_float_eq(fit_find(fx.fit, "gather_plane512_rows_Mps_512MiB")->value, want, want * 1e-9,
+                           "with the rows: %d", with);
+        fixture_free(&fx);
+    }
+}
+
 Test(fit, profile_is_loadable_and_records_its_sources)
 {
     synth_truth_t t;
