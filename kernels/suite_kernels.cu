@@ -878,21 +878,17 @@ int kb_suite_kernels(const kb_opts_t *o)
         for (K.flush_fetch = 1; K.flush_fetch <= 2; K.flush_fetch++)
             sec_index_fetch(&K, &Q);
         sec_fetch_plans(&K);
-        free_queries(&Q);
-        kb_layer_data_free(&K.D);
-        CK(cudaStreamDestroy(K.s));
-        kb_csv_close(K.csv);
-        return 0;
+    } else {
+        sec_launch(&K);
+        sec_quantize_flush(&K);
+        sec_wf_plan(&K, &Q);
+        sec_index_fetch(&K, &Q);
+        sec_scans(&K, &Q);
+        sec_topk(&K);
+        sec_winners_attn(&K, &Q);
+        sec_dense_attn(&K, &Q);
+        sec_gemm(&K);
     }
-    sec_launch(&K);
-    sec_quantize_flush(&K);
-    sec_wf_plan(&K, &Q);
-    sec_index_fetch(&K, &Q);
-    sec_scans(&K, &Q);
-    sec_topk(&K);
-    sec_winners_attn(&K, &Q);
-    sec_dense_attn(&K, &Q);
-    sec_gemm(&K);
     free_queries(&Q);
     kb_layer_data_free(&K.D);
     CK(cudaStreamDestroy(K.s));

@@ -614,6 +614,23 @@ static uint64_t *sweep_offsets(size_t region, size_t heads, size_t unit, size_t 
     return h;
 }
 
+/* Time one sweep of 8 heads over `mib` MiB (sweep_offsets) after an L2 flush, as `variant`; none
+ * where the host buffer, the offset lists or the device scratch are too small, or in a quick run
+ * off the GiB steps. */
+static void run_sweep(link_t *L, size_t mib, size_t unit, size_t passes, size_t piece, bool by_block,
+                      const char *variant)
+{
+    const size_t heads = 8, region = mib * KB_MIB, rows = region / heads / unit * heads * passes;
+    const int blocks = 4 * kb_sm_count();
+    if (region > L->hb.bytes || rows > L->max_pieces || rows * piece > L->dev_bytes || (L->o->quick && mib % 1024))
+        return;
+    uint64_t *h = sweep_offsets(region, heads, unit, passes, piece, rows, blocks, by_block);
+    work_t w = gather_work(L, 0, piece, region, 0, rows * piece, blocks, 0);
+    CK(cudaMemcpy(w.off, h, rows * sizeof *h, cudaMemcpyHostToDevice));
+    free(h);
+    run_single_flushed(L, &w, variant);
+}
+
 /* A sweep as the SM index fetch reads a plane index: 8 heads, each over its eighth of the region in
  * units of 64 KiB (a chunk's planes), read in passes (a channel's prefix each), every pass a 256 B
  * piece of every unit, evenly spaced in it; each head's pieces read by blocks of their own, as the
@@ -634,22 +651,9 @@ static void section_gather_sweep(link_t *L)
              {8, 256, 64, false, "sweep8"},          {32, 256, 64, false, "sweep32"},
              {32, 128, 64, false, "sweep32_p128"},   {16, 512, 64, false, "sweep_p512"},
              {32, 128, 68, false, "sweep32_p128_u68"}, {16, 256, 68, false, "sweep_u68"}};
-    const size_t heads = 8;
-    const int blocks = 4 * kb_sm_count();
     for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++)
-        for (size_t vi = 0; vi < sizeof v / sizeof v[0]; vi++) {
-            size_t unit = v[vi].unit_kib * KB_KIB, piece = v[vi].piece, region = mib[ri] * KB_MIB;
-            size_t rows = region / heads / unit * heads * v[vi].passes;
-            if (region > L->hb.bytes || rows > L->max_pieces || rows * piece > L->dev_bytes)
-                continue;
-            if (L->o->quick && mib[ri] % 1024)
-                continue;
-            uint64_t *h = sweep_offsets(region, heads, unit, v[vi].passes, piece, rows, blocks, !v[vi].mixed);
-            work_t w = gather_work(L, 0, piece, region, 0, rows * piece, blocks, 0);
-            CK(cudaMemcpy(w.off, h, rows * sizeof *h, cudaMemcpyHostToDevice));
-            free(h);
-            run_single_flushed(L, &w, v[vi].variant);
-        }
+        for (size_t vi = 0; vi < sizeof v / sizeof v[0]; vi++)
+            run_sweep(L, mib[ri], v[vi].unit_kib * KB_KIB, v[vi].passes, v[vi].piece, !v[vi].mixed, v[vi].variant);
 }
 
 /* The row rate of a plane index's fetch, for the fit (gather_plane<piece>_rows_Mps_<region>): the
@@ -661,21 +665,10 @@ static void section_gather_sweep(link_t *L)
 static void section_plane_sweep(link_t *L)
 {
     static const size_t mib[] = {256, 512, 640, 768, 832, 896, 960, 1024, 1152, 1280, 1536, 2048, 3072, 4096};
-    const size_t heads = 8, unit = 68 * KB_KIB, passes = 32, pieces[] = {128, 512};
-    const int blocks = 4 * kb_sm_count();
-    for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++)
-        for (int pi = 0; pi < 2; pi++) {
-            size_t region = mib[ri] * KB_MIB, rows = region / heads / unit * heads * passes;
-            if (region > L->hb.bytes || rows > L->max_pieces || rows * pieces[pi] > L->dev_bytes)
-                continue;
-            if (L->o->quick && mib[ri] % 1024)
-                continue;
-            uint64_t *h = sweep_offsets(region, heads, unit, passes, pieces[pi], rows, blocks, true);
-            work_t w = gather_work(L, 0, pieces[pi], region, 0, rows * pieces[pi], blocks, 0);
-            CK(cudaMemcpy(w.off, h, rows * sizeof *h, cudaMemcpyHostToDevice));
-            free(h);
-            run_single_flushed(L, &w, pi ? "plane_sweep_p512" : "plane_sweep_p128");
-        }
+    for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++) {
+        run_sweep(L, mib[ri], 68 * KB_KIB, 32, 128, true, "plane_sweep_p128");
+        run_sweep(L, mib[ri], 68 * KB_KIB, 32, 512, true, "plane_sweep_p512");
+    }
 }
 
 static void section_gather_blocks(link_t *L)
