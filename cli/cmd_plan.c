@@ -27,7 +27,8 @@ extern const cmd_t cmd_plan;
 typedef struct plan_args {
     const char *model, *method, *hw, *link, *calib, *catalog;
     const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
-        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *scan_kernel, *winners;
+        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *scan_kernel, *winners,
+        *plane_bits, *keys;
     uint64_t context;
     uint32_t prefill;
     int sessions;
@@ -51,6 +52,7 @@ static const opt_t opts[] = {
     O("--prefill-mode", "prefill", prefill_mode), O("--store", "store", store),
     O("--k-from-planes", "k_from_planes", k_from_planes), O("--prefetch", "prefetch", prefetch),
     O("--scan-kernel", "scan_kernel", scan_kernel), O("--winners", "winners", winners),
+    O("--plane-bits", "plane_bits", plane_bits), O("--keys", "keys", keys),
 };
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
@@ -491,6 +493,8 @@ const cmd_t cmd_plan = {
     "  --prefill-mode M   exact | sparse                  --prefetch N  layers fetched ahead\n"
     "  --scan-kernel V    Fathom's plane-scan kernel: v3 (default) | v2 | v1\n"
     "  --winners W        SM winner fetch: repeat (default: mostly the last step's) | new (all new each step)\n"
+    "  --plane-bits P     Fathom: plane bits per plan (instead of --budget)\n"
+    "  --keys K           Fathom's key-channel variances: default | kbench (kbench's synthetic keys)\n"
     "  --sessions S       sessions for the footprint total (default 1)\n"
     "  --calib FILE       calibration profile (default: the hardware presets)\n"
     "  --catalog DIR      catalog directory (default $ODSIM_ROOT/models/catalog)\n"

@@ -329,7 +329,10 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
         per_row_s = (e > 0 ? e / cost_gather_rows_per_s(c, region_bytes, INFINITY, after) : 0) +
                     (e < 1 ? (1 - e) / kept_rate : 0);
     }
-    double rows_rate = piece * eff / per_row_s;
+    /* a sweep's rows go at the sweep's rate as measured: the fetch reads past the cliff at least as
+     * many rows a second as the sweep (validation/data/h200-1121-sweep, h200-1223-plane), so its
+     * efficiencies, fitted where bytes bind, scale the byte ceilings only */
+    double rows_rate = prefix ? piece / per_row_s : piece * eff / per_row_s;
     op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;
     if (op->n_uses < PLAN_MAX_USES) op->uses[op->n_uses++] = (plan_use_t){p->rows, 1.0 / rows_rate};
     /* the SMs a gather holds scale with its rate against what the SMs alone allow: one slowed

@@ -157,10 +157,10 @@ typedef enum {
     COST_SM_HEADS_NEW, /* the same, none of its rows read before (winners all new each step):
                       * gather_heads_new_rows_Mps_<size>, every row cold */
     COST_SM_PREFIX,  /* the index fetch's kernel reading each chunk's plane prefixes: its rows at the
-                      * plane sweep's rate (cost_plane_row_s, wherever it runs), the gather's ceilings,
-                      * both times prefix_gather_eff, its own fixed time */
+                      * plane sweep's rate (cost_plane_row_s, wherever it runs), the gather's ceilings
+                      * times prefix_gather_eff, its own fixed time */
     COST_SM_ZC_SCAN  /* a plane scan reading those prefixes straight from host memory (no fetch): the
-                      * index fetch's form at zc_scan_eff times its rate */
+                      * index fetch's form, its ceilings at zc_scan_eff times the fetch's */
 } cost_xfer_t;
 
 /* Where an SM gather runs, for what it finds of its rows' translations. */
@@ -210,7 +210,7 @@ double cost_gather_rows_per_s(const cost_t *c, double region_bytes, double trans
  * knots, flat outside them. */
 double cost_knots_rate(const double *knots, const double *rates, int n, double x);
 /* Seconds a row of a plane index's fetch (COST_SM_PREFIX, COST_SM_ZC_SCAN) of `piece_bytes` over
- * region_bytes takes at the plane sweep's rates (cost_plane_names), before prefix_gather_eff. */
+ * region_bytes takes at the plane sweep's rates (cost_plane_names); no efficiency scales it. */
 double cost_plane_row_s(const cost_t *c, double region_bytes, double piece_bytes);
 /* The row table of an SM gather of `form` moving `bytes`, run `at`. */
 cost_rows_t cost_gather_table(const cost_t *c, cost_xfer_t form, double bytes, cost_gather_at_t at);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ref/kref.h"
+
 /* Channel a comes before b: larger gain, then lower index (the order a linear scan would pick). */
 static int before(const double *gain, int a, int b) { return gain[a] > gain[b] || (gain[a] == gain[b] && a < b); }
 
@@ -80,12 +82,21 @@ int fathom_profile_default(int channels, double *sigma2, err_t *e)
     return ERR_OK;
 }
 
-int fathom_stats(const double *sigma2, int channels, int plane_bits, int queries, uint64_t seed,
+int fathom_profile_kbench(int channels, double *sigma2, err_t *e)
+{
+    if (channels != KREF_D)
+        return err_set(e, ERR_INVAL, "fathom: kbench's synthetic keys have %d channels, not %d", KREF_D, channels);
+    for (int j = 0; j < channels; j++) sigma2[j] = (double)kref_key_sigma(j) * (double)kref_key_sigma(j);
+    return ERR_OK;
+}
+
+int fathom_stats(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
                  fathom_stats_t *out, err_t *e)
 {
-    if (channels < 1 || queries < 1 || plane_bits < 0)
-        return err_set(e, ERR_INVAL, "fathom: bad statistics request (channels=%d, queries=%d, plane_bits=%d)",
-                       channels, queries, plane_bits);
+    if (channels < 1 || group < 1 || queries < 1 || plane_bits < 0)
+        return err_set(e, ERR_INVAL,
+                       "fathom: bad statistics request (channels=%d, group=%d, queries=%d, plane_bits=%d)",
+                       channels, group, queries, plane_bits);
     double *w = malloc((size_t)channels * sizeof *w);
     uint8_t *bits = malloc((size_t)channels);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -97,11 +108,13 @@ int fathom_stats(const double *sigma2, int channels, int plane_bits, int queries
     if (!rc) gsl_rng_set(rng, (unsigned long)seed);
     for (int q = 0; !rc && q < queries; q++) {
         double tot = 0;
-        for (int j = 0; j < channels; j++) {
-            double z = gsl_ran_gaussian_ziggurat(rng, 1.0);
-            w[j] = z * z * sigma2[j];
-            tot += w[j];
-        }
+        for (int j = 0; j < channels; j++) w[j] = 0;
+        for (int g = 0; g < group; g++)   /* the group's query heads share the plan: their weights add */
+            for (int j = 0; j < channels; j++) {
+                double z = gsl_ran_gaussian_ziggurat(rng, 1.0);
+                w[j] += z * z * sigma2[j];
+            }
+        for (int j = 0; j < channels; j++) tot += w[j];
         rc = fathom_allocate(w, channels, plane_bits, FATHOM_MAX_BITS, bits, e);
         if (rc) break;
         int act = 0;
@@ -131,12 +144,12 @@ int fathom_stats(const double *sigma2, int channels, int plane_bits, int queries
     return rc;
 }
 
-int fathom_plane_budget(const double *sigma2, int channels, double budget_bits, int queries, uint64_t seed,
-                        fathom_stats_t *out, err_t *e)
+int fathom_plane_budget(const double *sigma2, int channels, int group, double budget_bits, int queries,
+                        uint64_t seed, fathom_stats_t *out, err_t *e)
 {
     int lo = 0, hi = FATHOM_MAX_BITS * channels;
     fathom_stats_t st;
-    int rc = fathom_stats(sigma2, channels, 1, queries, seed, &st, e);
+    int rc = fathom_stats(sigma2, channels, group, 1, queries, seed, &st, e);
     if (rc) return rc;
     if (st.mean_read_bits > budget_bits)
         return err_set(e, ERR_RANGE, "fathom: budget %g bits is below one plane bit and its scale (%g)", budget_bits,
@@ -146,7 +159,7 @@ int fathom_plane_budget(const double *sigma2, int channels, double budget_bits, 
     /* reads grow with the plane budget: bisect for the largest one within budget */
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        rc = fathom_stats(sigma2, channels, mid, queries, seed, &st, e);
+        rc = fathom_stats(sigma2, channels, group, mid, queries, seed, &st, e);
         if (rc) return rc;
         if (st.mean_read_bits <= budget_bits + 1e-9) {
             lo = mid;

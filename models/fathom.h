@@ -12,7 +12,8 @@
  * the largest P whose mean reads meet the method's budget.
  *
  * Statistical mode: queries drawn with q_j ~ N(0, 1) (GSL RNG, seeded) against a channel-variance
- * profile give the distribution of active channels, the bits per token read, the planes read by depth,
+ * profile give the distribution of active channels (the G query heads of a KV head share one plan, so
+ * a plan's weights are w_j = σ_j²·Σ_g q_gj²), the bits per token read, the planes read by depth,
  * and the expected relative residual score error Σ w_j 4^−b_j / Σ w_j.
  *
  * Default profile (fathom_profile_default): σ_j² log-normal across channels, σ_j² =
@@ -20,7 +21,8 @@
  * channel an outlier multiplied by FATHOM_DEFAULT_OUTLIER_FACTOR: the heavy-tailed shape of RoPE'd
  * key channels with a few massive-activation channels. Origin: chosen (not fitted) so that 48 plane
  * bits touch 30–34 of 128 channels on average, as published for Qwen3-8B keys (DESIGN.md); replace it
- * with a measured profile when one exists. */
+ * with a measured profile when one exists. The kbench profile (fathom_profile_kbench) is the synthetic
+ * keys kbench measured with (kernels/ref/kref.h), for predicting its runs. */
 #ifndef ODSIM_MODELS_FATHOM_H
 #define ODSIM_MODELS_FATHOM_H
 
@@ -53,14 +55,19 @@ typedef struct fathom_stats {
     double mean_rel_residual;          /* Σ w 4^−b / Σ w */
 } fathom_stats_t;
 
-/* Statistics over `queries` random queries (q_j ~ N(0,1), GSL mt19937 seeded with seed) at a plane-bit
- * budget. Errors: ERR_INVAL, ERR_NOMEM. */
-int fathom_stats(const double *sigma2, int channels, int plane_bits, int queries, uint64_t seed,
+/* Fills sigma2[0..channels) with the variances of kbench's synthetic key channels (kref_key_sigma²).
+ * Errors: ERR_INVAL (channels other than kbench's 128). */
+int fathom_profile_kbench(int channels, double *sigma2, err_t *e);
+
+/* Statistics over `queries` random plans at a plane-bit budget, each shared by `group` query heads
+ * (q_gj ~ N(0,1), GSL mt19937 seeded with seed). Errors: ERR_INVAL, ERR_NOMEM. */
+int fathom_stats(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
                  fathom_stats_t *out, err_t *e);
 
-/* The largest plane-bit budget whose mean reads (plane bits + scales) are ≤ budget_bits, and its
- * statistics. Errors: ERR_RANGE (budget below the reads of one plane bit), ERR_INVAL, ERR_NOMEM. */
-int fathom_plane_budget(const double *sigma2, int channels, double budget_bits, int queries, uint64_t seed,
-                        fathom_stats_t *out, err_t *e);
+/* The largest plane-bit budget whose mean reads (plane bits + scales) are ≤ budget_bits for plans
+ * shared by `group` query heads, and its statistics. Errors: ERR_RANGE (budget below the reads of one
+ * plane bit), ERR_INVAL, ERR_NOMEM. */
+int fathom_plane_budget(const double *sigma2, int channels, int group, double budget_bits, int queries,
+                        uint64_t seed, fathom_stats_t *out, err_t *e);
 
 #endif

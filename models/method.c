@@ -16,6 +16,7 @@ static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
 static const char *const scan_kernel_names[] = {"v3", "v1", "v2", NULL};
 static const char *const winners_names[] = {"repeat", "new", NULL};
+static const char *const keys_names[] = {"default", "kbench", NULL};
 
 #define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
 static const cfg_param_t method_params[] = {
@@ -52,6 +53,10 @@ static const cfg_param_t method_params[] = {
        "K/V offloaded to the host (read over the link), or kept whole in HBM (winners read in place)"),
     P_("scan_kernel", CFG_T_ENUM, scan_kernel, "v3", 1, 0, scan_kernel_names,
        "Fathom's plane-scan kernel as kbench numbers them: v3 (the steps'), v2 (batched loads), v1 (a thread per token)"),
+    P_("plane_bits", CFG_T_INT, plane_bits, "0", 0, 4096, NULL,
+       "Fathom: plane bits per plan, fixed (budget then follows: their mean reads with scales); 0: the largest whose mean reads meet budget"),
+    P_("keys", CFG_T_ENUM, keys, "default", 1, 0, keys_names,
+       "Fathom's key-channel variances: default (log-normal with outliers, chosen: 48 plane bits touch 30-34 of 128 channels) or kbench (the synthetic keys kbench measured with, kernels/ref/kref.h)"),
     P_("seed", CFG_T_INT, seed, "1", 0, 1e18, NULL, "seed of the Fathom planner's statistics"),
     P_("queries", CFG_T_INT, queries, "512", 16, 1e7, NULL, "queries sampled by the Fathom planner's statistics"),
 };
@@ -149,6 +154,33 @@ static int parse_placement(method_t *mt, err_t *e)
     return check_dense_placement(mt, e);
 }
 
+/* Fathom: the planner's statistics over plans shared by the G query heads of a KV head, at the
+ * plane bits asked for or at the largest whose mean reads meet the budget. */
+static int resolve_fathom(method_t *mt, err_t *e)
+{
+    const method_cfg_t *c = &mt->cfg;
+    int ch = mt->m.head_dim, group = (int)llm_group(&mt->m);
+    if (c->plane_bits > 0 && c->budget_bits > 0)
+        return err_set(e, ERR_INVAL, "fathom: give budget (%g) or plane_bits (%lld), not both: the budget follows from the plane bits",
+                       c->budget_bits, (long long)c->plane_bits);
+    if (c->plane_bits > FATHOM_MAX_BITS * ch)
+        return err_set(e, ERR_RANGE, "fathom: plane_bits %lld exceeds %d channels of %d planes", (long long)c->plane_bits, ch,
+                       FATHOM_MAX_BITS);
+    mt->stored = (4.0 + FATHOM_SCALE_BITS) * mt->m.head_dim;
+    double *s2 = malloc((size_t)ch * sizeof *s2);
+    if (!s2) return err_set(e, ERR_NOMEM, "method: out of memory");
+    int rc = c->keys ? fathom_profile_kbench(ch, s2, e) : fathom_profile_default(ch, s2, e);
+    if (!rc && c->plane_bits > 0)
+        rc = fathom_stats(s2, ch, group, (int)c->plane_bits, (int)c->queries, (uint64_t)c->seed, &mt->fs, e);
+    else if (!rc)
+        rc = fathom_plane_budget(s2, ch, group, c->budget_bits > 0 ? c->budget_bits : 56, (int)c->queries,
+                                 (uint64_t)c->seed, &mt->fs, e);
+    free(s2);
+    if (rc) return rc;
+    mt->budget = mt->fs.mean_read_bits;  /* what the plane budget reads on average */
+    return ERR_OK;
+}
+
 static int resolve_budget(method_t *mt, err_t *e)
 {
     const method_cfg_t *c = &mt->cfg;
@@ -174,19 +206,8 @@ static int resolve_budget(method_t *mt, err_t *e)
         mt->stored = per * d;
         return ERR_OK;
     }
-    case METHOD_FATHOM: {
-        mt->budget = B > 0 ? B : 56;
-        mt->stored = (4.0 + FATHOM_SCALE_BITS) * d;
-        int ch = mt->m.head_dim;
-        double *s2 = malloc((size_t)ch * sizeof *s2);
-        if (!s2) return err_set(e, ERR_NOMEM, "method: out of memory");
-        int rc = fathom_profile_default(ch, s2, e);
-        if (!rc) rc = fathom_plane_budget(s2, ch, mt->budget, (int)c->queries, (uint64_t)c->seed, &mt->fs, e);
-        free(s2);
-        if (rc) return rc;
-        mt->budget = mt->fs.mean_read_bits;  /* what the chosen plane budget reads on average */
-        return ERR_OK;
-    }
+    case METHOD_FATHOM:
+        return resolve_fathom(mt, e);
     case METHOD_HASHATTN: fixed = 32.0 * G; break;
     case METHOD_LANDMARK: fixed = 2.0 * d * mt->e * 8.0 / (double)c->page; break;
     case METHOD_COUNT: break;
@@ -230,6 +251,9 @@ static int resolve_selection(method_t *mt, err_t *e)
                        (long long)c->page);
     if (c->k_from_planes && c->method == METHOD_DENSE)
         return err_set(e, ERR_INVAL, "k_from_planes: dense reads every K row, there are no winners");
+    if ((c->plane_bits || c->keys) && c->method != METHOD_FATHOM)
+        return err_set(e, ERR_INVAL, "%s: plane_bits and keys set Fathom's planner, not %s's", c->plane_bits ? "plane_bits" : "keys",
+                       method_names[c->method]);
     if (c->scan_kernel && c->method != METHOD_FATHOM)
         return err_set(e, ERR_INVAL, "scan_kernel %s: kbench numbers Fathom's plane-scan kernels only, not %s's",
                        scan_kernel_names[c->scan_kernel], method_names[c->method]);

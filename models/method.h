@@ -71,6 +71,8 @@ typedef struct method_cfg {
     int tier;               /* method_tier_t: where host-side K/V and index live */
     int kv_placement;       /* method_kv_place_t: K/V offloaded to the host, or kept whole in HBM */
     int scan_kernel;        /* 0: v3 (the steps' plane-scan kernel), 1: v1, 2: v2 (kbench's others; Fathom) */
+    int64_t plane_bits;     /* Fathom: plane bits per plan (0: from the budget) */
+    int keys;               /* Fathom's key-channel variances: 0 default profile, 1 kbench's synthetic keys */
     int64_t seed;           /* Fathom statistics seed */
     int64_t queries;        /* Fathom statistics queries */
 } method_cfg_t;

@@ -4,6 +4,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
+#include "kernels/ref/kref.h"
 #include "models/fathom.h"
 
 /* Smallest residual over every allocation of n channels × 0..max bits with Σ ≤ budget. */
@@ -71,14 +72,15 @@ Test(fathom, default_profile_48_plane_bits_touch_30_to_34_channels)
     err_t e;
     cr_assert_eq(fathom_profile_default(128, s2, &e), 0);
     fathom_stats_t st;
-    cr_assert_eq(fathom_stats(s2, 128, 48, 4000, 42, &st, &e), 0, "%s", e.msg);
+    /* plans shared by a KV head's 4 query heads (Qwen3-8B's group) */
+    cr_assert_eq(fathom_stats(s2, 128, 4, 48, 4000, 42, &st, &e), 0, "%s", e.msg);
     cr_expect(st.mean_active >= 30 && st.mean_active <= 34, "mean active %g", st.mean_active);
     /* their scales add about 8 bits: the "56-bit" read */
     cr_expect(fabs(st.mean_read_bits - 56) < 1.0, "reads %g bits", st.mean_read_bits);
     double prev = 0, prev_res = 1;
     int budgets[] = {8, 16, 32, 48, 64, 96, 128, 256};
     for (int i = 0; i < 8; i++) {
-        cr_assert_eq(fathom_stats(s2, 128, budgets[i], 1000, 42, &st, &e), 0);
+        cr_assert_eq(fathom_stats(s2, 128, 4, budgets[i], 1000, 42, &st, &e), 0);
         cr_expect(st.mean_active > prev, "active %g at %d after %g", st.mean_active, budgets[i], prev);
         cr_expect(st.mean_rel_residual < prev_res);
         prev = st.mean_active;
@@ -86,18 +88,54 @@ Test(fathom, default_profile_48_plane_bits_touch_30_to_34_channels)
     }
 }
 
+/* The plane budget is the largest whose mean reads meet the method's: one more plane bit reads past it. */
 Test(fathom, plane_budget_meets_method_budget)
 {
     double s2[128];
     err_t e;
     cr_assert_eq(fathom_profile_default(128, s2, &e), 0);
-    fathom_stats_t st;
-    cr_assert_eq(fathom_plane_budget(s2, 128, 56, 1000, 1, &st, &e), 0, "%s", e.msg);
-    cr_expect_eq(st.plane_bits, 48);
-    cr_expect(st.mean_read_bits <= 56);
-    cr_assert_eq(fathom_plane_budget(s2, 128, 136, 500, 1, &st, &e), 0, "%s", e.msg);
-    cr_expect(st.mean_read_bits <= 136 && st.mean_read_bits > 134, "%g", st.mean_read_bits);
-    cr_expect_eq(fathom_plane_budget(s2, 128, 0.5, 100, 1, &st, &e), ERR_RANGE);
+    fathom_stats_t st, next;
+    double budgets[] = {56, 136};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(fathom_plane_budget(s2, 128, 4, budgets[i], 500, 1, &st, &e), 0, "%s", e.msg);
+        cr_expect(st.mean_read_bits <= budgets[i], "%g", st.mean_read_bits);
+        cr_assert_eq(fathom_stats(s2, 128, 4, st.plane_bits + 1, 500, 1, &next, &e), 0);
+        cr_expect(next.mean_read_bits > budgets[i], "%d plane bits read %g", st.plane_bits + 1, next.mean_read_bits);
+    }
+    cr_expect_eq(fathom_plane_budget(s2, 128, 4, 0.5, 100, 1, &st, &e), ERR_RANGE);
+}
+
+/* A shared plan weighs channel j by σ_j²·Σ_g q_gj²: the statistics against the test's own draws
+ * (kbench's hashed normals) of 4 query heads a plan, and against what kbench's plan measured. */
+Test(fathom, shared_plans_add_the_group_weights)
+{
+    double s2[128], w[128];
+    uint8_t bits[128];
+    err_t e;
+    cr_assert_eq(fathom_profile_kbench(128, s2, &e), 0);
+    fathom_stats_t g4, g1;
+    cr_assert_eq(fathom_stats(s2, 128, 4, 48, 4000, 7, &g4, &e), 0, "%s", e.msg);
+    cr_assert_eq(fathom_stats(s2, 128, 1, 48, 4000, 7, &g1, &e), 0, "%s", e.msg);
+    double act = 0;
+    for (int q = 0; q < 4000; q++) {
+        for (int j = 0; j < 128; j++) {
+            w[j] = 0;
+            for (int g = 0; g < 4; g++) {
+                double z = kref_normal(1000 + (uint64_t)q, (uint64_t)(g * 128 + j));
+                w[j] += z * z * s2[j];
+            }
+        }
+        cr_assert_eq(fathom_allocate(w, 128, 48, 4, bits, &e), 0);
+        for (int j = 0; j < 128; j++) act += bits[j] > 0;
+    }
+    act /= 4000;
+    /* Monte Carlo: the active count's sd is ~2.5, so two means of 4000 plans agree to ~0.1 */
+    cr_expect(fabs(g4.mean_active - act) < 0.3, "group 4: %g active channels, the test's draws %g", g4.mean_active, act);
+    cr_expect(g4.mean_active - g1.mean_active > 1.5, "one query %g, four %g", g1.mean_active, g4.mean_active);
+    /* kbench's own plan of its 8 KV heads' groups issued 281 copies, one per active (head, channel):
+     * 35.1 a head (validation/data/h200/kernels.csv, index_fetch ce2d) */
+    cr_expect(fabs(g4.mean_active - 281.0 / 8) < 1.5, "%g active channels", g4.mean_active);
+    cr_expect_eq(fathom_profile_kbench(64, s2, &e), ERR_INVAL);
 }
 
 Test(fathom, same_seed_same_statistics)
@@ -106,8 +144,8 @@ Test(fathom, same_seed_same_statistics)
     err_t e;
     fathom_profile_default(128, s2, &e);
     fathom_stats_t a, b;
-    fathom_stats(s2, 128, 48, 300, 9, &a, &e);
-    fathom_stats(s2, 128, 48, 300, 9, &b, &e);
+    fathom_stats(s2, 128, 4, 48, 300, 9, &a, &e);
+    fathom_stats(s2, 128, 4, 48, 300, 9, &b, &e);
     cr_expect_eq(a.mean_active, b.mean_active);
     cr_expect_eq(a.mean_rel_residual, b.mean_rel_residual);
 }

@@ -118,8 +118,8 @@ static void guard_groups(const char *group, char *bad, size_t n_bad)
 }
 
 /* The groups that meet the bounds on the primary run keep them, in every `make test`: both
- * concurrency groups (4.89% at the median and 9.2% at most, 5.3% at most, on the 11:42 run) and
- * context (13.3%). The whole layer steps (one p99 at -25.7%) and their stages (34.6%) do not:
+ * concurrency groups (4.53% at the median and 8.9% at most, 5.3% at most, on the 11:42 run) and
+ * context (13.3%). The whole layer steps (one p99 at -20.3%) and their stages (28.6%) do not:
  * README, Validation. */
 Test(guard, groups_within_the_bounds_keep_them)
 {

@@ -50,6 +50,26 @@ static char *scenario_busy(const kbrow_t *r, bool busy_start)
 
 static char *scenario_of(const kbrow_t *r) { return scenario_busy(r, false); }
 
+/* kbench plans Fathom over its own synthetic keys at 48 plane bits, labelled 56 with the scales
+ * (its wf_plan rows name the plane bits themselves): the scenario asks the planner for the same. */
+Test(probe, fathom_rows_plan_as_kbench_did)
+{
+    kbrow_t r = step_row("fathom", 56, 131072, "host", "fetch:sm");
+    r.op_name = "layer_step";
+    r.op = OPKIND_LAYER_STEP;
+    r.model = "qwen3-8b";
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"fathom\", plane_bits: 48, keys: kbench, k: 2048"), "%s", y);
+    cr_assert(!strstr(y, "budget:"), "%s", y);
+    free(y);
+    r.op_name = "wf_plan";
+    r.op = OPKIND_WF_PLAN;
+    r.bits = 96;
+    y = scenario_of(&r);
+    cr_assert(strstr(y, "plane_bits: 96, keys: kbench"), "%s", y);
+    free(y);
+}
+
 Test(probe, layer_step_of_a_kbench_method)
 {
     kbrow_t r = step_row("pertoken136", 136, 1048576, "hbm_all", "fetch:ce");
