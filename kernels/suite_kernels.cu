@@ -317,6 +317,26 @@ static kb_row_t scan_row(const char *v, size_t n, int bits, const char *place, c
     return r;
 }
 
+/* A scan's row after an L2 flush, and where `l2` a second row ("<layout>;l2") with its index and
+ * scores still in the L2: the flush, then the same scan untimed, then the timed one. In a step the
+ * scan right after its index fetch reads an index just written, still in the L2 up to its size. */
+template <class F> static void scan_rows(ks_t *K, F f, double est_us, kb_row_t r, double ops, bool l2)
+{
+    put(K, &r, time_it(K, f, est_us, 1), ops);
+    if (!l2)
+        return;
+    char lay[64];
+    snprintf(lay, sizeof lay, "%s;l2", r.layout);
+    r.layout = lay;
+    put(K, &r, time_it_prep(K, f, est_us, [&](cudaStream_t s) {
+        kb_l2_flush(s);
+        f(s);
+    }), ops);
+}
+
+/* n at which the scans also run from the L2 (their index and scores fit in it at every method) */
+#define SCAN_L2_NMAX 65536
+
 static void sec_scans(ks_t *K, queries_t *Q)
 {
     size_t nmax = K->D.n_max;
@@ -342,17 +362,17 @@ static void sec_scans(ks_t *K, queries_t *Q)
                 if (mode >= 2 && !host && (meth || (n != 65536 && n != 1048576)))
                     continue;
                 const uint8_t *idx = compact ? cmp : (host ? K->D.h[KB_M_FATHOM] : K->D.d[KB_M_FATHOM]);
-                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-                    kb_scan_planes(variant, idx, compact ? cs : hs, compact, Q->plan,
-                                   qg == 4 ? Q->q : Q->qsum, qg, HEADS, n, T_DEFAULT, sc, s);
-                }, n / 1e3, 1);
                 static const char *full_layout[4] = {"", "full;kernel1", "full;kernel2", "full"};
                 kb_row_t r = scan_row(meth ? "sparq" : "fathom", n, meth ? 68 : 56,
                                       host ? "host" : "hbm", compact ? "compact" : full_layout[variant],
                                       idxb + 4.0 * HEADS * qg * n);
                 r.qheads = qg;
                 r.chunk_tokens = T_DEFAULT;
-                put(K, &r, st, (double)HEADS * n);
+                /* the compact layout is what the SM index fetch writes, and the step scans */
+                scan_rows(K, [&](cudaStream_t s) {
+                    kb_scan_planes(variant, idx, compact ? cs : hs, compact, Q->plan,
+                                   qg == 4 ? Q->q : Q->qsum, qg, HEADS, n, T_DEFAULT, sc, s);
+                }, n / 1e3, r, (double)HEADS * n, compact && n <= SCAN_L2_NMAX);
             }
         }
         /* per-token packed, 136 and 68 bits */
@@ -363,12 +383,11 @@ static void sec_scans(ks_t *K, queries_t *Q)
                 if (host && n != 1048576)
                     continue;
                 const uint8_t *idx = host ? K->D.h[m] : K->D.d[m];
-                kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-                    kb_scan_pertoken(idx, phs, C, qc, HEADS, n, sc, s);
-                }, n / 1e3, 1);
                 kb_row_t r = scan_row(C == 32 ? "pertoken136" : "pertoken68", n, C == 32 ? 136 : 68,
                                       host ? "host" : "hbm", "pertoken", HEADS * (phs + 4.0 * n));
-                put(K, &r, st, (double)HEADS * n);
+                scan_rows(K, [&](cudaStream_t s) {
+                    kb_scan_pertoken(idx, phs, C, qc, HEADS, n, sc, s);
+                }, n / 1e3, r, (double)HEADS * n, !host && n <= SCAN_L2_NMAX);
             }
         }
         /* HashAttention: 32 query heads */
@@ -376,24 +395,22 @@ static void sec_scans(ks_t *K, queries_t *Q)
             if (host && n != 1048576)
                 continue;
             const uint32_t *sig = (const uint32_t *)(host ? K->D.h[KB_M_HASH] : K->D.d[KB_M_HASH]);
-            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-                kb_scan_hash(sig, qsig, HEADS * QGROUP, n, sc, s);
-            }, n / 1e3, 1);
             kb_row_t r = scan_row("hashattn", n, 32 * QGROUP, host ? "host" : "hbm", "signatures",
                                   8.0 * HEADS * QGROUP * n);
             r.qheads = QGROUP;
-            put(K, &r, st, (double)HEADS * QGROUP * n);
+            scan_rows(K, [&](cudaStream_t s) {
+                kb_scan_hash(sig, qsig, HEADS * QGROUP, n, sc, s);
+            }, n / 1e3, r, (double)HEADS * QGROUP * n, !host && n <= SCAN_L2_NMAX);
         }
         /* page landmarks */
         for (int P = 8; P <= 16; P *= 2) {
             kb_method_t m = P == 8 ? KB_M_LM8 : KB_M_LM16;
             size_t np = n / P, lhs = np * KREF_LM_PAGE_BYTES;
-            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
-                kb_scan_landmark(K->D.d[m], lhs, Q->qsum, HEADS, np, sc, s);
-            }, n / 1e3, 1);
             kb_row_t r = scan_row(P == 8 ? "landmark8" : "landmark16", n, 4096 / P, "hbm", "pages",
                                   HEADS * (lhs + 4.0 * np));
-            put(K, &r, st, (double)HEADS * n);
+            scan_rows(K, [&](cudaStream_t s) {
+                kb_scan_landmark(K->D.d[m], lhs, Q->qsum, HEADS, np, sc, s);
+            }, n / 1e3, r, (double)HEADS * n, n <= SCAN_L2_NMAX);
         }
     }
     CK(cudaFree(sc));

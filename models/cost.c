@@ -64,6 +64,20 @@ static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
         snprintf(c->scan_names[f][1], 40, "scan_%s_mem_eff", cost_scan_families[f]);
         int rc = pair_get(cal, c->scan_names[f], scan[0], scan[1], &c->scan_latency_s[f], &c->scan_mem_eff[f], e);
         if (rc) return rc;
+        /* over an index in L2: the family's own pair until one is fitted (a profile from runs without
+         * such rows, or from before them, holds the catalogs' presets) */
+        snprintf(c->scan_l2_names[f][0], 40, "scan_%s_l2_latency_us", cost_scan_families[f]);
+        snprintf(c->scan_l2_names[f][1], 40, "scan_%s_l2_mem_eff", cost_scan_families[f]);
+        const calib_param_t *l2 = calib_find(cal, c->scan_l2_names[f][0]);
+        if (!l2 || !l2->origin || !strncmp(l2->origin, "assumed", 7)) {
+            memcpy(c->scan_l2_names[f], c->scan_names[f], sizeof c->scan_names[f]);
+            c->scan_l2_latency_s[f] = c->scan_latency_s[f];
+            c->scan_l2_mem_eff[f] = c->scan_mem_eff[f];
+        } else {
+            rc = pair_get(cal, c->scan_l2_names[f], c->scan_names[f][0], c->scan_names[f][1], &c->scan_l2_latency_s[f],
+                          &c->scan_l2_mem_eff[f], e);
+            if (rc) return rc;
+        }
     }
     return ERR_OK;
 }
@@ -482,11 +496,17 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
     kernel_op(c, p, c->kind_latency_s[k], c->kind_mem_eff[k], (const char(*)[40])c->kind_names[k], bytes, flops, t, op);
 }
 
-void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes, double flops, llm_dtype_t t,
-               plan_op_t *op)
+void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
+               llm_dtype_t t, plan_op_t *op)
 {
     if (family < 0 || family >= COST_SCAN_FAMILIES) {
         cost_kernel(c, p, OPKIND_SCAN, bytes, flops, t, op);
+        return;
+    }
+    if (l2) {
+        kernel_op(c, p, c->scan_l2_latency_s[family], c->scan_l2_mem_eff[family],
+                  (const char(*)[40])c->scan_l2_names[family], bytes, flops, t, op);
+        calib_note(c->cal, "l2_bytes", bytes);
         return;
     }
     kernel_op(c, p, c->scan_latency_s[family], c->scan_mem_eff[family],

@@ -115,6 +115,10 @@ typedef struct cost {
      * the catalogs declare them, else the scan kind's */
     double scan_latency_s[COST_SCAN_FAMILIES], scan_mem_eff[COST_SCAN_FAMILIES];
     char scan_names[COST_SCAN_FAMILIES][2][40];
+    /* the same over an index still in the L2: scan_<family>_l2_latency_us and _l2_mem_eff where the
+     * catalogs declare them and the profile holds fitted values, else the family's own */
+    double scan_l2_latency_s[COST_SCAN_FAMILIES], scan_l2_mem_eff[COST_SCAN_FAMILIES];
+    char scan_l2_names[COST_SCAN_FAMILIES][2][40];
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
@@ -225,9 +229,12 @@ double cost_gather_cold_share(const cost_t *c, double rows);
 void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes, double flops, llm_dtype_t t,
                  plan_op_t *op);
 
-/* As cost_kernel for an index scan of family `family` (cost_scan_family; −1: the scan kind's own). */
-void cost_scan(const cost_t *c, const cost_paths_t *p, int family, double bytes, double flops, llm_dtype_t t,
-               plan_op_t *op);
+/* As cost_kernel for an index scan of family `family` (cost_scan_family; −1: the scan kind's own);
+ * `l2`: its index was just written and is still in the L2 (the caller checks it fits), so it goes at
+ * the family's L2 fixed time and efficiency (its bytes still count against HBM, as top-k's scores
+ * do: the engine does not model what stays in L2). */
+void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
+               llm_dtype_t t, plan_op_t *op);
 
 /* Attention over `bytes` of winners that the winner fetch has just written and that fit in the L2
  * (the caller checks bytes ≤ l2_bytes): attn_sparse_l2_latency_us + bytes at attn_sparse_l2_mem_eff

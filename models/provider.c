@@ -113,19 +113,26 @@ static plan_op_t op_new(int kind, int layer, int stream)
     return op;
 }
 
-static int add_kernel(builder_t *b, int kind, int layer, double bytes, double flops, const uint32_t *deps,
-                      uint32_t n_deps, uint32_t *id)
+/* kind's kernel over `bytes` of HBM; a scan over an index still in the L2 where `l2` */
+static int add_kernel_l2(builder_t *b, int kind, int layer, double bytes, double flops, bool l2,
+                         const uint32_t *deps, uint32_t n_deps, uint32_t *id)
 {
     const method_cfg_t *c = method_cfg(b->p->mt);
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
     if (kind == OPKIND_SCAN) {
         int family = cost_scan_form(cost_scan_family(method_names[c->method]), method_scan_form(b->p->mt));
-        cost_scan(&b->p->cost, &b->p->paths, family, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+        cost_scan(&b->p->cost, &b->p->paths, family, l2, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
     } else
         cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
     return add(b, &op, deps, n_deps, id);
+}
+
+static int add_kernel(builder_t *b, int kind, int layer, double bytes, double flops, const uint32_t *deps,
+                      uint32_t n_deps, uint32_t *id)
+{
+    return add_kernel_l2(b, kind, layer, bytes, flops, false, deps, n_deps, id);
 }
 
 static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
@@ -387,9 +394,12 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
             }
             uint32_t scan, topk, win = UINT32_MAX;
             uint32_t sdeps[3] = {qkv, wf, fetch};
-            if (!rc)
-                rc = add_kernel(&b, OPKIND_SCAN, l, ly.index_host_bytes + ly.index_hbm_bytes + ly.scores * 4.0,
-                                ly.scan_flops, sdeps, 3, &scan);
+            /* an index the layer fetched for itself, right before its scan, is read from the L2 where
+             * the whole index and the scores fit there (one fetched layers ahead is not: its GEMMs
+             * came between) */
+            double scan_bytes = ly.index_host_bytes + ly.index_hbm_bytes + ly.scores * 4.0;
+            bool scan_l2 = ly.index_host_bytes > 0 && (query_dependent || depth == 0) && scan_bytes <= p->cost.l2_bytes;
+            if (!rc) rc = add_kernel_l2(&b, OPKIND_SCAN, l, scan_bytes, ly.scan_flops, scan_l2, sdeps, 3, &scan);
             consumer[l] = scan;
             if (!rc) rc = add_topk(&b, l, &ly, &scan, 1, &topk);
             /* winners gathered right after the SMs gathered the index from the host: the index fetch

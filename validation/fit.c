@@ -1586,6 +1586,36 @@ static int fit_form(fit_t *f, const sel_t *s, double hbm, const char *base_lat, 
     return ERR_OK;
 }
 
+/* A scan family's fit over an index still in the L2 (kbench's "<layout>;l2" scan rows, models/cost.h):
+ * its own fixed time and efficiency from three sizes or more; else, and in a run without such rows,
+ * the family's HBM values (lat, eff), so that such a run predicts as before. Only the families the
+ * catalogs give L2 parameters. */
+static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double lat, double eff, err_t *e)
+{
+    char nl[64], ne[64], label[64];
+    snprintf(nl, sizeof nl, "scan_%s_l2_latency_us", cost_scan_families[fam]);
+    snprintf(ne, sizeof ne, "scan_%s_l2_mem_eff", cost_scan_families[fam]);
+    snprintf(label, sizeof label, "scan_%s_l2", cost_scan_families[fam]);
+    if (!hwcat_param_unit(nl) || !hwcat_param_unit(ne)) return ERR_OK;
+    sel_t s = {0};
+    for (size_t j = 0; j < rows->n; j++) {
+        const kbrow_t *r = rows->v[j];
+        if (r->op == OPKIND_SCAN && alone(r) && r->bytes_moved > 0 && strcmp(r->placement, "host") && l2_resident(r) &&
+            row_scan_family(r) == fam && sel_add(&s, r))
+            return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    double l = lat, ef = eff;
+    int rc = s.n >= 3 ? fit_own(f, &s, get_bytes, hbm, false, label, nl, ne, &l, &ef, e) : ERR_OK;
+    if (!rc && !fit_find(f, nl)) {
+        char how[160];
+        snprintf(how, sizeof how, "derived: as scan_%s (%zu rows over an index in L2: not fitted)", cost_scan_families[fam], s.n);
+        put(f, nl, lat, 0, NAN, NAN, NULL, 0, how);
+        put(f, ne, eff, 0, NAN, NAN, NULL, 0, how);
+    }
+    free(s.v);
+    return rc;
+}
+
 /* Each scan family's own fit (models/cost.h), over the HBM scan rows of `rows` (row_scan_family):
  * a method's with three sizes or more its own fixed time and efficiency; another form of a
  * method's scan its efficiency with the method's fixed time (fit_form). Families without rows keep
@@ -1608,6 +1638,7 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
         bool form = strcmp(base, nl) != 0;
         if (!rc && fs.n && form) rc = fit_form(f, &fs, hbm, base, label, nl, ne, e);
         else if (!rc && fs.n) rc = fit_own(f, &fs, get_bytes, hbm, true, label, nl, ne, &l, &ef, e);
+        if (!rc && !form) rc = fit_scan_l2(f, rows, fam, hbm, l, ef, e);
         free(fs.v);
     }
     return rc;

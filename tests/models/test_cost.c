@@ -272,7 +272,8 @@ Test(cost, channel_copies_chain_their_setups)
 }
 
 /* A method's scan takes its family's fixed time, not the scan kind's; Fathom's other kernels and its
- * per-query-head scan theirs. */
+ * per-query-head scan theirs, over a just-fetched index too (they have no L2 parameters of their own).
+ * Fathom's own scan with its index in HBM (over one just fetched it takes the L2 pair: below). */
 Test(cost, scan_takes_its_familys_parameters)
 {
     tmachine_t t;
@@ -284,7 +285,7 @@ Test(cost, scan_takes_its_familys_parameters)
     set(t.cal, "scan_fathom_v1_latency_us", 11);
     set(t.cal, "scan_fathom_qh_latency_us", 13);
     static const struct { const char *yaml; double lat_us; } cases[5] = {
-        {"method: landmark\npage: 16", 7}, {"method: hashattn", 5}, {"method: fathom", 6},
+        {"method: landmark\npage: 16", 7}, {"method: hashattn", 5}, {"method: fathom\nplacement: hbm", 6},
         {"method: fathom\nscan_kernel: v1", 11}, {"method: fathom\nselect: query_head", 13}};
     for (int c = 0; c < 5; c++) {
         plan_t plan;
@@ -834,6 +835,49 @@ Test(cost, layer_writes_back_its_dirty_l2_lines)
             cr_expect(depends_on(&plan, i, OPKIND_ATTN_COMBINE));
         }
         cr_expect_eq(seen, dense ? 0 : 36 * 101, "%s: %d", dense ? "dense" : "pertoken", seen);
+        plan_free(&plan);
+        provider_free(p);
+    }
+    th_machine_free(&t);
+}
+
+/* A scan over the index its layer has just fetched, whole in the L2 with its scores, goes at its
+ * family's L2 fixed time (scan_<family>_l2_latency_us, here fitted for Fathom); one over an index
+ * kept in HBM, one past the L2 (Fathom at 1M: 59 MB of index and 32 MB of scores against 60 MiB)
+ * and one prefetched a layer ahead (per-token with prefetch 1, the default: the layer's GEMMs came
+ * between) at the HBM one. An L2 pair the profile holds only as assumed (per-token's here, as a
+ * profile from runs without such rows) gives way to the family's HBM pair. */
+Test(cost, scan_over_a_just_fetched_index_reads_the_l2)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "scan_fathom_latency_us", 7);
+    err_t e;
+    calib_param_t fitted = {"scan_fathom_l2_latency_us", 5, 0, 1, 0, "us", "fitted: test"};
+    cr_assert_eq(calib_set(t.cal, &fitted, &e), 0, "%s", e.msg);
+    set(t.cal, "scan_pertoken_latency_us", 4);
+    set(t.cal, "scan_pertoken_l2_latency_us", 3);
+    static const struct {
+        const char *yaml;
+        uint64_t ctx;
+        double lat_us;
+    } cases[] = {{"method: fathom\nplacement: host", 32768, 5},
+                 {"method: fathom\nplacement: host\nindex_fetch: ce", 32768, 5},
+                 {"method: fathom\nplacement: hbm", 32768, 7},
+                 {"method: fathom\nplacement: host", 1048576, 7},
+                 {"method: pertoken\nplacement: host", 32768, 4},
+                 {"method: pertoken\nplacement: host\nprefetch: 0", 32768, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        plan_t plan;
+        provider_t *p = build(&t, cases[i].yaml, cases[i].ctx, &plan);
+        int scans = 0;
+        for (uint32_t k = 0; k < plan.n_ops; k++)
+            if (plan.ops[k].kind == OPKIND_SCAN) {
+                scans++;
+                cr_expect_eq(plan.ops[k].cost.latency_ps, cases[i].lat_us * SIM_PS_PER_US, "%s at %llu: %g us", cases[i].yaml,
+                             (unsigned long long)cases[i].ctx, (double)plan.ops[k].cost.latency_ps / SIM_PS_PER_US);
+            }
+        cr_expect_eq(scans, 36, "%s", cases[i].yaml);
         plan_free(&plan);
         provider_free(p);
     }

@@ -247,6 +247,31 @@ Test(fit, plane_sweep_knots_come_from_its_rows_where_measured)
     }
 }
 
+/* A scan over an index still in the L2 (kbench's "compact;l2" rows at 4K-64K): its own fixed time and
+ * efficiency where the rows are (exact rows, written to 1 ns: recovered to 0.1%), and where none are, the family's
+ * HBM values, so a run without them predicts as before. */
+Test(fit, scan_over_an_index_in_l2_from_its_rows_else_the_family)
+{
+    for (int with = 0; with < 2; with++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.scan_fathom_l2_latency_us = with ? 2.5 : 0;
+        t.scan_fathom_l2_mem_eff = with ? 1.6 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        const fit_param_t *l = fit_find(fx.fit, "scan_fathom_l2_latency_us"), *m = fit_find(fx.fit, "scan_fathom_l2_mem_eff");
+        cr_assert(l && m, "with rows: %d", with);
+        double want_l = with ? 2.5 : fit_find(fx.fit, "scan_fathom_latency_us")->value;
+        double want_m = with ? 1.6 : fit_find(fx.fit, "scan_fathom_mem_eff")->value;
+        cr_expect_float_eq(l->value, want_l, 1e-3 * want_l, "with rows %d: latency %g", with, l->value);
+        cr_expect_float_eq(m->value, want_m, 1e-3 * want_m, "with rows %d: eff %g", with, m->value);
+        /* the L2 rows stay out of the family's HBM fit */
+        cr_expect_float_eq(fit_find(fx.fit, "scan_fathom_mem_eff")->value, t.kernel_mem_eff, 1e-3,
+                           "%g", fit_find(fx.fit, "scan_fathom_mem_eff")->value);
+        fixture_free(&fx);
+    }
+}
+
 Test(fit, profile_is_loadable_and_records_its_sources)
 {
     synth_truth_t t;
