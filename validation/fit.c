@@ -1587,15 +1587,18 @@ static int fit_form(fit_t *f, const sel_t *s, double hbm, const char *base_lat, 
 }
 
 /* A scan family's fit over an index still in the L2 (kbench's "<layout>;l2" scan rows, models/cost.h):
- * its own fixed time and efficiency from three sizes or more; else, and in a run without such rows,
- * the family's HBM values (lat, eff), so that such a run predicts as before. Only the families the
- * catalogs give L2 parameters. */
+ * t = lat + bytes/(eff·hbm), WLS 1/t², over three sizes or more. Where the rows do not determine the
+ * efficiency (its standard error over SCAN_L2_EFF_SE of it: the L2 saves a fixed time on a scan its
+ * unpacking binds, and three small sizes barely see the slope) it is held at the family's HBM value
+ * and the fixed time alone fitted. Without such rows the family's HBM pair, so that such a run
+ * predicts as before. Only the families the catalogs give L2 parameters. */
+#define SCAN_L2_EFF_SE 0.10
 static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double lat, double eff, err_t *e)
 {
-    char nl[64], ne[64], label[64];
+    char nl[64], ne[64], label[80], how[200];
     snprintf(nl, sizeof nl, "scan_%s_l2_latency_us", cost_scan_families[fam]);
     snprintf(ne, sizeof ne, "scan_%s_l2_mem_eff", cost_scan_families[fam]);
-    snprintf(label, sizeof label, "scan_%s_l2", cost_scan_families[fam]);
+    snprintf(label, sizeof label, "kernel_scan_%s_l2", cost_scan_families[fam]);
     if (!hwcat_param_unit(nl) || !hwcat_param_unit(ne)) return ERR_OK;
     sel_t s = {0};
     for (size_t j = 0; j < rows->n; j++) {
@@ -1604,15 +1607,37 @@ static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double 
             row_scan_family(r) == fam && sel_add(&s, r))
             return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     }
-    double l = lat, ef = eff;
-    int rc = s.n >= 3 ? fit_own(f, &s, get_bytes, hbm, false, label, nl, ne, &l, &ef, e) : ERR_OK;
-    if (!rc && !fit_find(f, nl)) {
-        char how[160];
+    lsq_fit_t of;
+    err_t e2;
+    if (s.n < 3 || line_of(&s, get_bytes, label, &of, &e2) || !(of.coef[1] > 0)) {
         snprintf(how, sizeof how, "derived: as scan_%s (%zu rows over an index in L2: not fitted)", cost_scan_families[fam], s.n);
         put(f, nl, lat, 0, NAN, NAN, NULL, 0, how);
         put(f, ne, eff, 0, NAN, NAN, NULL, 0, how);
+        free(s.v);
+        return ERR_OK;
     }
-    free(s.v);
+    double le = 1e-3 / (of.coef[1] * hbm), le_se = le * of.se[1] / of.coef[1], lo, hi;
+    bool held = le_se > SCAN_L2_EFF_SE * le;
+    if (held) {
+        note(f, "scan_%s_l2: mem_eff %.3g +- %.2g not determined by its rows; held at the family's %.3g and the "
+                "latency fitted", cost_scan_families[fam], le, le_se, eff);
+        fixed_eff_fit(&s, 1e-3 / (eff * hbm), &of);
+        le = eff;
+        le_se = 0;
+    }
+    range_of(&s, get_bytes, &lo, &hi);
+    snprintf(how, sizeof how, "this kernel over an index in L2: t = lat + bytes/(eff*hbm), WLS 1/t^2%s",
+             held ? ", eff held at the family's HBM value" : "");
+    put(f, nl, fmax(of.coef[0], 0), of.se[0], lo, hi, s.v, s.n, how);
+    put(f, ne, le, le_se, lo, hi, s.v, s.n, how);
+    double *t = malloc(s.n * sizeof *t), *pred = malloc(s.n * sizeof *pred);
+    int rc = (!t || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
+    for (size_t j = 0; !rc && j < s.n; j++) {
+        t[j] = s.v[j]->t_med_us;
+        pred[j] = fmax(of.coef[0], 0) + s.v[j]->bytes_moved / (le * hbm * 1e3);
+    }
+    if (!rc) resid(f, label, pred, t, s.n);
+    free(t), free(pred), free(s.v);
     return rc;
 }
 

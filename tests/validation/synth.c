@@ -358,12 +358,13 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         double b = n * 7 * 8;
         row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
     }
-    /* the same scan over its index still in the L2 ("compact;l2"), where the truth gives it a rate */
+    /* the same scan over its index still in the L2 ("compact;l2"), where the truth gives it a rate,
+     * its times off the line by +w, -w, +w (the truth's wobble) */
     o.layout = "compact;l2";
-    for (double n = 4096; n <= 65536 && t->scan_fathom_l2_mem_eff > 0; n *= 4) {
+    for (double n = 4096, w = t->scan_fathom_l2_wobble_us; n <= 65536 && t->scan_fathom_l2_mem_eff > 0; n *= 4, w = -w) {
         double b = n * 7 * 8;
         row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
-            t->scan_fathom_l2_latency_us + b / (t->hbm_GBps * 1e3 * t->scan_fathom_l2_mem_eff), -1, "fathom", 1, -1);
+            t->scan_fathom_l2_latency_us + w + b / (t->hbm_GBps * 1e3 * t->scan_fathom_l2_mem_eff), -1, "fathom", 1, -1);
     }
     o.layout = "full;kernel1";
     row(&o, "kernels", "scan", "fathom", 65536, -1, -1, -1, -1, -1, "alone", 65536 * 7 * 8,

@@ -272,6 +272,28 @@ Test(fit, scan_over_an_index_in_l2_from_its_rows_else_the_family)
     }
 }
 
+/* Rows that barely see the slope do not determine the efficiency: an L2 scan of 6 us whose bytes add
+ * 2-38 ns (eff 20), its times off the line by +50, -50, +50 ns, gives a positive slope with a
+ * standard error past it. The efficiency is held at the family's HBM value (its standard error 0)
+ * and the fixed time fitted under it, below 6 us by about the bytes' time at that efficiency. */
+Test(fit, scan_l2_efficiency_the_rows_do_not_determine_is_held)
+{
+    synth_truth_t t;
+    synth_default(&t);
+    t.scan_fathom_l2_latency_us = 6;
+    t.scan_fathom_l2_mem_eff = 20;
+    t.scan_fathom_l2_wobble_us = 0.05;
+    fixture_t fx = {0};
+    fit_synthetic(&fx, &t, 0, 1);
+    const fit_param_t *m = fit_find(fx.fit, "scan_fathom_l2_mem_eff"), *l = fit_find(fx.fit, "scan_fathom_l2_latency_us");
+    cr_assert(m && l);
+    cr_expect_float_eq(m->value, fit_find(fx.fit, "scan_fathom_mem_eff")->value, 1e-12, "%g", m->value);
+    cr_expect_eq(m->stderr_v, 0);
+    cr_expect(strstr(m->origin, "held"), "%s", m->origin);
+    cr_expect(l->value > 4.5 && l->value < 6.05, "%g", l->value);
+    fixture_free(&fx);
+}
+
 Test(fit, profile_is_loadable_and_records_its_sources)
 {
     synth_truth_t t;
