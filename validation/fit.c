@@ -1469,6 +1469,24 @@ static void fixed_eff_fit(const sel_t *s, double slope, lsq_fit_t *of)
     of->se[1] = 0;
 }
 
+/* The residuals, under `name`, of rows s against the line t = lat + work/(eff·hbm). */
+static int resid_line(fit_t *f, const char *name, const sel_t *s, double (*work)(const kbrow_t *), double lat,
+                      double eff, double hbm, err_t *e)
+{
+    double *t = malloc((s->n + 1) * sizeof *t), *pred = malloc((s->n + 1) * sizeof *pred);
+    if (!t || !pred) {
+        free(t), free(pred);
+        return err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    for (size_t j = 0; j < s->n; j++) {
+        t[j] = s->v[j]->t_med_us;
+        pred[j] = lat + work(s->v[j]) / (eff * hbm * 1e3);
+    }
+    resid(f, name, pred, t, s->n);
+    free(t), free(pred);
+    return ERR_OK;
+}
+
 /* One kernel's own t = lat + work/(eff·hbm), WLS 1/t², over rows s (label names its residuals;
  * work(row) its bytes, get_bytes for a kernel reading HBM).
  * With ≥ 3 rows and a positive slope it writes nl and ne where the catalogs declare them and
@@ -1479,12 +1497,6 @@ static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), do
                    const char *label, const char *nl, const char *ne, double *lat, double *eff, err_t *e)
 {
     size_t n = s->n;
-    double *t = malloc((n + 1) * sizeof *t), *pred = malloc((n + 1) * sizeof *pred);
-    if (!t || !pred) {
-        free(t), free(pred);
-        return err_set(e, ERR_NOMEM, "fit: out of memory");
-    }
-    for (size_t j = 0; j < n; j++) t[j] = s->v[j]->t_med_us;
     char name[80];
     snprintf(name, sizeof name, "kernel_%s", label);
     lsq_fit_t of;
@@ -1515,10 +1527,7 @@ static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), do
         note(f, "%s: not fitted alone (%zu rows without a positive slope in bytes); %s and %s from the pooled fit", label,
              n, nl, ne);
     }
-    for (size_t j = 0; j < n; j++) pred[j] = *lat + work(s->v[j]) / (*eff * hbm * 1e3);
-    resid(f, name, pred, t, n);
-    free(t), free(pred);
-    return ERR_OK;
+    return resid_line(f, name, s, work, *lat, *eff, hbm, e);
 }
 
 /* kbench's attention over winners still in L2 (layout "...;l2"): a kernel reading the L2, fitted apart. */
@@ -1570,20 +1579,9 @@ static int fit_form(fit_t *f, const sel_t *s, double hbm, const char *base_lat, 
              s->n, s->n > 1 ? "s" : "");
     put(f, nl, lat, bp->stderr_v, lo, hi, s->v, s->n, how);
     put(f, ne, sum / (double)s->n, sum_se / (double)s->n, lo, hi, s->v, s->n, how);
-    double *t = malloc(s->n * sizeof *t), *pred = malloc(s->n * sizeof *pred);
-    if (!t || !pred) {
-        free(t), free(pred);
-        return err_set(e, ERR_NOMEM, "fit: out of memory");
-    }
-    for (size_t j = 0; j < s->n; j++) {
-        t[j] = s->v[j]->t_med_us;
-        pred[j] = lat + s->v[j]->bytes_moved / (sum / (double)s->n * hbm * 1e3);
-    }
     char name[80];
     snprintf(name, sizeof name, "kernel_%s", label);
-    resid(f, name, pred, t, s->n);
-    free(t), free(pred);
-    return ERR_OK;
+    return resid_line(f, name, s, get_bytes, lat, sum / (double)s->n, hbm, e);
 }
 
 /* A scan family's fit over an index still in the L2 (kbench's "<layout>;l2" scan rows, models/cost.h):
@@ -1630,14 +1628,8 @@ static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double 
              held ? ", eff held at the family's HBM value" : "");
     put(f, nl, fmax(of.coef[0], 0), of.se[0], lo, hi, s.v, s.n, how);
     put(f, ne, le, le_se, lo, hi, s.v, s.n, how);
-    double *t = malloc(s.n * sizeof *t), *pred = malloc(s.n * sizeof *pred);
-    int rc = (!t || !pred) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
-    for (size_t j = 0; !rc && j < s.n; j++) {
-        t[j] = s.v[j]->t_med_us;
-        pred[j] = fmax(of.coef[0], 0) + s.v[j]->bytes_moved / (le * hbm * 1e3);
-    }
-    if (!rc) resid(f, label, pred, t, s.n);
-    free(t), free(pred), free(s.v);
+    int rc = resid_line(f, label, &s, get_bytes, fmax(of.coef[0], 0), le, hbm, e);
+    free(s.v);
     return rc;
 }
 
