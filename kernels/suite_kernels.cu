@@ -439,6 +439,29 @@ static void topk_row(ks_t *K, const float *x, int rows, size_t n, int k, uint32_
     put(K, &r, st, (double)rows * n);
 }
 
+/* --only topk_span: what sets the radix top-k's time per score of a block as a block's span grows
+ * (8 rows of 4M-16M scores, 66 blocks a row, against 64-512 rows of 256K, 1-8 blocks a row, at the
+ * same 512-528 blocks), and whether rows a power of two apart read slower (each count of scores
+ * also as a round number of about the same size). A look, not a fit set: no full run. */
+static void sec_topk_span(ks_t *K)
+{
+    static const struct { int rows; size_t n; } cs[] = {
+        {8, 4194304}, {8, 4000000}, {8, 16777216}, {8, 16000000}, {32, 1048576}, {32, 1000000},
+        {64, 262144}, {64, 250000}, {128, 262144}, {128, 250000}, {256, 262144}, {256, 250000},
+        {512, 262144}, {512, 250000}};
+    size_t xn = (size_t)512 * 262144;
+    float *x = (float *)dalloc(xn * 4);
+    kb_make_normal(x, xn, 3.0f, 31, K->s);
+    uint32_t *idx = (uint32_t *)dalloc((size_t)512 * 2048 * 4);
+    kb_topk_ws_t *ws = kb_topk_ws_new(512, xn);
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+        for (int k = 256; k <= 2048; k *= 8)
+            topk_row(K, x, cs[c].rows, cs[c].n, k, idx, ws);
+    kb_topk_ws_free(ws);
+    CK(cudaFree(x));
+    CK(cudaFree(idx));
+}
+
 static void sec_topk(ks_t *K)
 {
     size_t nmax = K->o->quick ? (1u << 20) : (16u << 20);
@@ -869,12 +892,13 @@ int kb_suite_kernels(const kb_opts_t *o)
      * fetch of the plane prefixes slows, back to back and after an L2 flush; no full run) */
     static const size_t fetch_ns[] = {1048576, 1572864, 2097152, 3145728, 4194304};
     bool only_fetch = o->only && !strcmp(o->only, "index_fetch");
-    if (o->only && !only_fetch) {
-        fprintf(stderr, "kbench: kernels: --only takes index_fetch\n");
+    bool only_topk = o->only && !strcmp(o->only, "topk_span");
+    if (o->only && !only_fetch && !only_topk) {
+        fprintf(stderr, "kbench: kernels: --only takes index_fetch or topk_span\n");
         return 2;
     }
-    K.ns = only_fetch ? fetch_ns : o->quick ? quick : full;
-    K.nn = only_fetch ? 5 : o->quick ? 3 : 6;
+    K.ns = only_fetch ? fetch_ns : o->quick || only_topk ? quick : full;
+    K.nn = only_fetch ? 5 : only_topk ? 1 : o->quick ? 3 : 6;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {
@@ -895,6 +919,8 @@ int kb_suite_kernels(const kb_opts_t *o)
         for (K.flush_fetch = 1; K.flush_fetch <= 2; K.flush_fetch++)
             sec_index_fetch(&K, &Q);
         sec_fetch_plans(&K);
+    } else if (only_topk) {
+        sec_topk_span(&K);
     } else {
         sec_launch(&K);
         sec_quantize_flush(&K);
