@@ -419,7 +419,7 @@ static void sec_scans(ks_t *K, queries_t *Q)
     CK(cudaFree(qsig));
 }
 
-#define TOPK_ROWS_MAX 128     /* rows of the many-rows top-k cases */
+#define TOPK_ROWS_MAX 512     /* rows of the many-rows top-k cases */
 #define TOPK_MANY_NMAX 262144
 
 /* One top-k row: the k largest of each of rows rows of n scores, cold. */
@@ -489,12 +489,14 @@ static void sec_topk(ks_t *K)
                 topk_row(K, x, rows, n, k, idx, ws);
             }
         }
-    /* many rows at small n: rows x n up to 32M scores, the radix top-k's
-     * element-throughput regime, while n stays <= 256K tokens */
-    static const size_t mn[] = {65536, TOPK_MANY_NMAX};
-    static const int mrows[] = {32, 64, TOPK_ROWS_MAX}, mk[] = {256, 2048};
-    for (int ni = 0; ni < 2; ni++)
-        for (int ri = 0; ri < 3; ri++)
+    /* many rows at small n: rows x n up to 128M scores, the radix top-k's
+     * element-throughput regime, while n stays <= 256K tokens; past the L2, the
+     * same scores per block (1-8 blocks a row) over 64-512 rows, which the
+     * time per row (its histogram passes) needs apart from the time per score */
+    static const size_t mn[] = {65536, 131072, TOPK_MANY_NMAX};
+    static const int mrows[] = {32, 64, 128, 256, TOPK_ROWS_MAX}, mk[] = {256, 2048};
+    for (int ni = 0; ni < 3; ni++)
+        for (int ri = 0; ri < 5; ri++)
             for (int ki = 0; ki < 2; ki++)
                 topk_row(K, x, mrows[ri], mn[ni], mk[ki], idx, ws);
     kb_topk_ws_free(ws);
