@@ -66,6 +66,9 @@ static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
         if (rc) return rc;
         /* over an index in L2: the family's own pair until one is fitted (a profile from runs without
          * such rows, or from before them, holds the catalogs' presets) */
+        snprintf(c->scan_fill_names[f], 40, "scan_%s_fill_bytes", cost_scan_families[f]);
+        const calib_param_t *fill = calib_find(cal, c->scan_fill_names[f]);
+        c->scan_fill_bytes[f] = fill ? fill->value : 0;
         snprintf(c->scan_l2_names[f][0], 40, "scan_%s_l2_latency_us", cost_scan_families[f]);
         snprintf(c->scan_l2_names[f][1], 40, "scan_%s_l2_mem_eff", cost_scan_families[f]);
         const calib_param_t *l2 = calib_find(cal, c->scan_l2_names[f][0]);
@@ -103,8 +106,9 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("jitter_copy_us", jitter_copy_s, 1e-6), F("jitter_copy_rel", jitter_copy_rel, 1),
         F("jitter_gather_us", jitter_gather_s, 1e-6), F("jitter_gather_rel", jitter_gather_rel, 1),
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
-        F("topk_latency_us", topk_latency_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
+        F("topk_latency_us", topk_latency_s, 1e-6), F("topk_latency_l2_us", topk_latency_l2_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),
+        F("topk_row_us", topk_row_s, 1e-6), F("topk_row_l2_us", topk_row_l2_s, 1e-6),
         F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
         F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
         F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
@@ -456,8 +460,11 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
 }
 
 /* A kernel with fixed time lat_s and HBM efficiency eff (the parameters named names). */
+/* fill_bytes > bytes (a scan whose grid falls short of the GPU): the bytes move at the rate that
+ * takes as long as fill_bytes would, noted under fill_name. */
 static void kernel_op(const cost_t *c, const cost_paths_t *p, double lat_s, double eff,
-                      const char (*names)[40], double bytes, double flops, llm_dtype_t t, plan_op_t *op)
+                      const char (*names)[40], double bytes, double flops, llm_dtype_t t, double fill_bytes,
+                      const char *fill_name, plan_op_t *op)
 {
     sim_res_t fr = (t == LLM_FP8 && p->flops_fp8 >= 0) ? p->flops_fp8 : p->flops_bf16;
     op->exec = PLAN_EXEC_GPU;
@@ -474,17 +481,20 @@ static void kernel_op(const cost_t *c, const cost_paths_t *p, double lat_s, doub
     }
     double peak = (t == LLM_FP8 && c->fp8_flops > 0) ? c->fp8_flops : c->bf16_flops;
     double flops_rate = peak * c->kernel_compute_eff;
-    if (bytes > 0) sm_share(c, p, fmin(c->hbm_Bps * eff, flops > 0 ? flops_rate * bytes / flops : INFINITY), op);
+    bool short_grid = bytes > 0 && fill_bytes > bytes;
+    double byte_rate = c->hbm_Bps * eff * (short_grid ? bytes / fill_bytes : 1);
+    if (bytes > 0) sm_share(c, p, fmin(byte_rate, flops > 0 ? flops_rate * bytes / flops : INFINITY), op);
     else if (flops > 0) sm_share(c, p, flops_rate, op);
-    op->cost.cap_rate = 0;
+    op->cost.cap_rate = short_grid ? byte_rate : 0;
     op->cost.latency_ps = cost_ps(lat_s);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
     /* noted where they shape the time: the byte term past 1% of it, the FLOP term within half of the
      * byte term (where it could bind) */
-    double t_bytes = bytes > 0 ? bytes / (c->hbm_Bps * eff) : 0, t_flops = flops > 0 ? flops / flops_rate : 0;
+    double t_bytes = bytes > 0 ? bytes / byte_rate : 0, t_flops = flops > 0 ? flops / flops_rate : 0;
     calib_note(c->cal, names[0], NAN);
     if (t_bytes > 0.01 * (lat_s + fmax(t_bytes, t_flops))) calib_note(c->cal, names[1], NAN);
+    if (short_grid) calib_note(c->cal, fill_name, bytes);
     if (t_flops > 0.5 * t_bytes) calib_note(c->cal, "kernel_compute_eff", NAN);
     calib_note(c->cal, "launch_us", NAN);
 }
@@ -493,7 +503,8 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
                  plan_op_t *op)
 {
     int k = kind >= 0 && kind < OPKIND_COUNT ? kind : OPKIND_SCAN;
-    kernel_op(c, p, c->kind_latency_s[k], c->kind_mem_eff[k], (const char(*)[40])c->kind_names[k], bytes, flops, t, op);
+    kernel_op(c, p, c->kind_latency_s[k], c->kind_mem_eff[k], (const char(*)[40])c->kind_names[k], bytes, flops, t, 0,
+              NULL, op);
 }
 
 void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
@@ -505,12 +516,12 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
     }
     if (l2) {
         kernel_op(c, p, c->scan_l2_latency_s[family], c->scan_l2_mem_eff[family],
-                  (const char(*)[40])c->scan_l2_names[family], bytes, flops, t, op);
+                  (const char(*)[40])c->scan_l2_names[family], bytes, flops, t, 0, NULL, op);
         calib_note(c->cal, "l2_bytes", bytes);
         return;
     }
-    kernel_op(c, p, c->scan_latency_s[family], c->scan_mem_eff[family],
-              (const char(*)[40])c->scan_names[family], bytes, flops, t, op);
+    kernel_op(c, p, c->scan_latency_s[family], c->scan_mem_eff[family], (const char(*)[40])c->scan_names[family],
+              bytes, flops, t, c->scan_fill_bytes[family], c->scan_fill_names[family], op);
 }
 
 void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op)
@@ -600,7 +611,8 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, do
     double per_block = n > 0 ? ceil(n / cost_topk_blocks_per_row(c, rows, n)) : 0;
     bool l2 = 4.0 * rows * n <= c->l2_bytes;
     double warps = rows * cost_topk_winner_warps(n, k);
-    double t_work = per_block * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s;
+    double t_rows = rows * (l2 ? c->topk_row_l2_s : c->topk_row_s);
+    double t_work = per_block * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s + t_rows;
     double bytes = 4.0 * rows * n * c->topk_passes, hbm_rate = c->hbm_Bps * c->kernel_mem_eff;
     double rate = t_work > 0 ? bytes / t_work : hbm_rate;   /* the walk's own pace */
     op->exec = PLAN_EXEC_GPU;
@@ -609,15 +621,16 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, do
     op->cost.cap_rate = rate;
     op->uses[op->n_uses++] = (plan_use_t){p->hbm, 1.0 / c->kernel_mem_eff};
     sm_share(c, p, fmin(rate, hbm_rate), op);
-    op->cost.latency_ps = cost_ps(c->topk_latency_s);
+    op->cost.latency_ps = cost_ps(l2 ? c->topk_latency_l2_s : c->topk_latency_s);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
-    calib_note(c->cal, "topk_latency_us", NAN);
+    calib_note(c->cal, l2 ? "topk_latency_l2_us" : "topk_latency_us", NAN);
     calib_note(c->cal, "launch_us", NAN);
     calib_note(c->cal, "l2_bytes", 4.0 * rows * n);
     if (!l2) calib_note(c->cal, "kernel_mem_eff", NAN);
     if (per_block > 0) calib_note(c->cal, l2 ? "topk_elem_l2_ns" : "topk_elem_ns", per_block);
     if (warps > 0) calib_note(c->cal, "topk_winner_ns", warps);
+    if (t_rows > 0) calib_note(c->cal, l2 ? "topk_row_l2_us" : "topk_row_us", rows);
     calib_note(c->cal, "topk_passes", NAN);
     calib_note(c->cal, "topk_block_elems", NAN);
     calib_note(c->cal, "topk_blocks_per_sm", NAN);

@@ -19,8 +19,8 @@
  *                                   scans per family (scan_<family>_latency_us, scan_<family>_mem_eff);
  *                                   attention over winners still in L2 its own (cost_attn_l2)
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
- *   top-k (cost_topk):              topk_latency + topk_elem(_l2)·n/blocks_per_row
- *                                   + topk_winner·rows·(warps holding a winner); topk_elem_l2 when all
+ *   top-k (cost_topk):              topk_latency(_l2) + topk_elem(_l2)·n/blocks_per_row + topk_row(_l2)·rows
+ *                                   + topk_winner·rows·(warps holding a winner); the _l2 terms when all
  *                                   rows' scores fit in L2
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
@@ -106,7 +106,7 @@ typedef struct cost {
     double host_page_bytes;    /* host memory's translation unit for the GPU */
     double gather_weight, gather_duplex_coef;
     double kernel_latency_s, kernel_mem_eff, kernel_compute_eff, gemm_mem_eff, gemm_compute_eff;
-    double topk_latency_s, gemm_latency_s, sm_count;
+    double topk_latency_s, topk_latency_l2_s, gemm_latency_s, sm_count;
     /* per kernel kind (models/opkind.h): its own fixed time and HBM efficiency, read from
      * <kind>_latency_us and <kind>_mem_eff where the catalogs declare them, else kernel_* */
     double kind_latency_s[OPKIND_COUNT], kind_mem_eff[OPKIND_COUNT];
@@ -119,6 +119,10 @@ typedef struct cost {
      * catalogs declare them and the profile holds fitted values, else the family's own */
     double scan_l2_latency_s[COST_SCAN_FAMILIES], scan_l2_mem_eff[COST_SCAN_FAMILIES];
     char scan_l2_names[COST_SCAN_FAMILIES][2][40];
+    /* scan_<family>_fill_bytes where the profile holds it, else 0: a scan over fewer bytes than
+     * this (its grid short of the GPU) takes as long as one over this many */
+    double scan_fill_bytes[COST_SCAN_FAMILIES];
+    char scan_fill_names[COST_SCAN_FAMILIES][40];
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
@@ -128,7 +132,7 @@ typedef struct cost {
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
     double jitter_copy_s, jitter_copy_rel; /* the same for copy-engine ops moving host bytes */
     double jitter_gather_s, jitter_gather_rel; /* the same for GPU ops moving host bytes (gathers) */
-    double topk_elem_s, topk_elem_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
+    double topk_elem_s, topk_elem_l2_s, topk_row_s, topk_row_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
     double l2_dirty_bytes;             /* written lines the L2 holds dirty: l2_dirty_frac·l2_bytes */
     double l2_writeback_Bps;           /* their write-back under the next GEMM: l2_writeback_eff·hbm */
 } cost_t;
@@ -232,7 +236,8 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
 /* As cost_kernel for an index scan of family `family` (cost_scan_family; −1: the scan kind's own);
  * `l2`: its index was just written and is still in the L2 (the caller checks it fits), so it goes at
  * the family's L2 fixed time and efficiency (its bytes still count against HBM, as top-k's scores
- * do: the engine does not model what stays in L2). */
+ * do: the engine does not model what stays in L2). Over HBM, a scan of fewer bytes than the family's
+ * fill bytes takes as long as one of that many (its grid does not fill the GPU). */
 void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
                llm_dtype_t t, plan_op_t *op);
 

@@ -253,19 +253,27 @@ static double get_blocks(const kbrow_t *r) { return r->blocks; }
 static double get_batch(const kbrow_t *r) { return r->batch; }
 static double get_pieces(const kbrow_t *r) { return r->pieces; }
 
-/* The line t_med ≈ coef[0] + coef[1]·x(row) over rows s, in relative terms (lsq_line_rel). */
-static int line_of(const sel_t *s, double (*x)(const kbrow_t *), const char *what, lsq_fit_t *lf, err_t *e)
+/* The line t_med ≈ coef[0] + coef[1]·max(x(row), floor) over rows s, in relative terms
+ * (lsq_line_rel). */
+static int line_floor(const sel_t *s, double (*x)(const kbrow_t *), double floor, const char *what, lsq_fit_t *lf,
+                      err_t *e)
 {
     double *xv = malloc((s->n + 1) * sizeof *xv), *t = malloc((s->n + 1) * sizeof *t);
     int rc = (!xv || !t) ? err_set(e, ERR_NOMEM, "fit: out of memory") : ERR_OK;
     for (size_t i = 0; !rc && i < s->n; i++) {
-        xv[i] = x(s->v[i]);
+        xv[i] = fmax(x(s->v[i]), floor);
         t[i] = s->v[i]->t_med_us;
     }
     if (!rc) rc = lsq_line_rel(what, xv, t, s->n, lf, e);
     free(xv);
     free(t);
     return rc;
+}
+
+/* The line t_med ≈ coef[0] + coef[1]·x(row) over rows s, in relative terms (lsq_line_rel). */
+static int line_of(const sel_t *s, double (*x)(const kbrow_t *), const char *what, lsq_fit_t *lf, err_t *e)
+{
+    return line_floor(s, x, -INFINITY, what, lf, e);
 }
 
 /* ---- piecewise fits: log y_i = min_j (θ_j + c_ij) ------------------------------------------ */
@@ -1355,19 +1363,60 @@ static bool is_hbm_kernel(int op)
 }
 
 /* Top-k of k over `heads` rows of n_tokens scores (kbench's radix select), the cost form's terms
- * (models/cost.h): t = lat + elem_l2·x·[scores in L2] + elem·x·[not] + winner·w, x the scores per
- * block (blocks per row from the grid's configuration), w the rows' warps holding a winner; WLS
- * 1/t². A regime without rows keeps the other's per-score time. */
-enum { TK_LAT, TK_L2, TK_HBM, TK_WIN, TK_TERMS };
+ * (models/cost.h): t = lat_l2 + elem_l2·x + row_l2·rows with the scores in L2, lat + elem·x +
+ * row·rows without, + winner·w, x the scores per block (blocks per row from the grid's
+ * configuration), w the rows' warps holding a winner; WLS 1/t². A regime without rows keeps the
+ * other's fixed time and per-score time. A time per row the rows do not determine (the design
+ * singular, or its standard error over half of it: the runs before kbench 3e7ae2b read HBM only at
+ * scores per block proportional to their rows) is left out of the fit and held at 0. Each regime
+ * its own fixed time: each pass over scores from HBM waits for its first bytes longer (on the
+ * 14:50 run 61 us against 36 from L2; one fixed time for both had put the step's top-k over 8 rows
+ * of 2M-4M 7-10% fast). */
+enum { TK_LAT_L2, TK_LAT, TK_L2, TK_HBM, TK_ROW_L2, TK_ROW, TK_WIN, TK_TERMS };
 
 static void topk_terms(const cost_t *c, const kbrow_t *r, double *row)
 {
     double n = r->n_tokens, rows = r->heads, x = ceil(n / cost_topk_blocks_per_row(c, rows, n));
     bool l2 = 4.0 * rows * n <= c->l2_bytes;
-    row[TK_LAT] = 1;
+    row[TK_LAT_L2] = l2 ? 1 : 0;
+    row[TK_LAT] = l2 ? 0 : 1;
     row[TK_L2] = l2 ? x : 0;
     row[TK_HBM] = l2 ? 0 : x;
+    row[TK_ROW_L2] = l2 ? rows : 0;
+    row[TK_ROW] = l2 ? 0 : rows;
     row[TK_WIN] = rows * cost_topk_winner_warps(n, r->k);
+}
+
+static bool tk_row_term(int j) { return j == TK_ROW || j == TK_ROW_L2; }
+
+/* WLS over the columns `use` marks (col[] their term ids, *p their count); drops undetermined time
+ * per row terms from `use` and refits. Returns whether a fit stands in *tf. */
+static bool topk_wls(fit_t *f, const double *terms, const double *m, const double *w, size_t n, bool *use,
+                     const char *how, int *col, int *p, double *X, lsq_fit_t *tf)
+{
+    static const char *const row_names[TK_TERMS] = {[TK_ROW_L2] = "topk_row_l2_us", [TK_ROW] = "topk_row_us"};
+    for (;;) {
+        *p = 0;
+        for (int j = 0; j < TK_TERMS; j++)
+            if (use[j]) col[(*p)++] = j;
+        for (size_t i = 0; i < n; i++)
+            for (int j = 0; j < *p; j++) X[i * (size_t)*p + j] = terms[i * TK_TERMS + col[j]];
+        err_t e2;
+        bool ok = n > (size_t)*p && *p > 1 && !lsq_wlinear(how, X, m, w, n, (size_t)*p, tf, &e2);
+        /* a singular design loses the time per row from HBM first (the earlier runs' rows tell the
+         * L2's apart); else the least determined of those under twice their error */
+        int drop = -1, at = -1;
+        double worst = INFINITY;
+        for (int j = 0; j < *p; j++) {
+            double z = ok ? tf->coef[j] / tf->se[j] : col[j] == TK_ROW ? -INFINITY : -1;
+            if (tk_row_term(col[j]) && !(z > 2) && !(z >= worst)) drop = col[j], at = j, worst = z;
+        }
+        if (drop < 0) return ok;
+        use[drop] = false;
+        if (ok) note(f, "%s: %.3g +- %.2g us not determined by the rows; held at 0", row_names[drop], tf->coef[at],
+                     tf->se[at]);
+        else note(f, "%s: not determined by the rows (their design singular with it); held at 0", row_names[drop]);
+    }
 }
 
 static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
@@ -1384,31 +1433,27 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
         if (is_op(r, OPKIND_TOPK) && alone(r) && r->heads > 0 && r->n_tokens > 0 && r->k > 0 && sel_add(&t, r))
             return free(t.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     }
-    static const char *const names[TK_TERMS] = {"topk_latency_us", "topk_elem_l2_ns", "topk_elem_ns", "topk_winner_ns"};
-    static const double scale[TK_TERMS] = {1, 1e3, 1e3, 1e3};   /* us per unit -> the parameter's unit */
+    static const char *const names[TK_TERMS] = {"topk_latency_l2_us", "topk_latency_us", "topk_elem_l2_ns", "topk_elem_ns",
+                                                "topk_row_l2_us", "topk_row_us", "topk_winner_ns"};
+    static const double scale[TK_TERMS] = {1, 1, 1e3, 1e3, 1, 1, 1e3};   /* us per unit -> the parameter's unit */
     double *terms = malloc((t.n + 1) * TK_TERMS * sizeof *terms), *X = malloc((t.n + 1) * TK_TERMS * sizeof *X);
     double *m = malloc((t.n + 1) * sizeof *m), *w = malloc((t.n + 1) * sizeof *w), *pred = malloc((t.n + 1) * sizeof *pred);
     if (!terms || !X || !m || !w || !pred) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
     /* the terms the rows exercise: a column of zeros cannot be fitted */
     int col[TK_TERMS], p = 0;
+    bool use[TK_TERMS] = {false};
     for (size_t i = 0; !rc && i < t.n; i++) topk_terms(&c, t.v[i], &terms[i * TK_TERMS]);
-    for (int j = 0; !rc && j < TK_TERMS; j++) {
-        bool any = false;
-        for (size_t i = 0; i < t.n; i++) any |= terms[i * TK_TERMS + j] > 0;
-        if (any) col[p++] = j;
-    }
     for (size_t i = 0; !rc && i < t.n; i++) {
         m[i] = t.v[i]->t_med_us;
         w[i] = 1.0 / (m[i] * m[i]);
-        for (int j = 0; j < p; j++) X[i * (size_t)p + j] = terms[i * TK_TERMS + col[j]];
+        for (int j = 0; j < TK_TERMS; j++) use[j] |= terms[i * TK_TERMS + j] > 0;
     }
-    static const char how[] = "topk: t = lat + elem_l2*x*[scores in L2] + elem*x*[not] + winner*w, x the scores per "
-                              "block (blocks per row from the radix select's grid configuration), w the rows' warps "
-                              "holding a winner, WLS 1/t^2";
+    static const char how[] = "topk: t = (lat_l2 + elem_l2*x + row_l2*rows)*[scores in L2] + (lat + elem*x + "
+                              "row*rows)*[not] + winner*w, x the scores per block (blocks per row from the radix "
+                              "select's grid configuration), w the rows' warps holding a winner, WLS 1/t^2";
     lsq_fit_t tf;
-    err_t e2;
-    bool ok = !rc && t.n > (size_t)p && p > 1 && !lsq_wlinear(how, X, m, w, t.n, (size_t)p, &tf, &e2);
-    for (int j = 1; ok && j < p; j++) ok = tf.coef[j] > 0;
+    bool ok = !rc && topk_wls(f, terms, m, w, t.n, use, how, col, &p, X, &tf);
+    for (int j = 0; ok && j < p; j++) ok = tf.coef[j] > 0 || col[j] == TK_LAT || col[j] == TK_LAT_L2;
     if (!ok) {
         if (!rc) note(f, "topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns: not determined (%zu topk rows "
                          "without positive per-score and per-winner times)", t.n);
@@ -1417,21 +1462,25 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
         bool have[TK_TERMS] = {false};
         for (int j = 0; j < p; j++) v[col[j]] = tf.coef[j], se[col[j]] = tf.se[j], have[col[j]] = true;
         v[TK_LAT] = fmax(v[TK_LAT], 0);
+        v[TK_LAT_L2] = fmax(v[TK_LAT_L2], 0);
         for (int j = 0; j < TK_TERMS; j++) {
-            double lo = INFINITY, hi = -INFINITY;   /* the predictor: scores per block, or warps with a winner */
+            bool lat = j == TK_LAT || j == TK_LAT_L2;
+            double lo = INFINITY, hi = -INFINITY;   /* the predictor: scores per block, rows, or warps with a winner */
             for (size_t i = 0; i < t.n; i++) {
                 double x = terms[i * TK_TERMS + j];
-                if (j != TK_LAT && x <= 0) continue;
-                if (j == TK_LAT) x = terms[i * TK_TERMS + TK_L2] + terms[i * TK_TERMS + TK_HBM];
+                if (x <= 0) continue;
+                if (lat) x = terms[i * TK_TERMS + (j == TK_LAT ? TK_HBM : TK_L2)];
                 lo = fmin(lo, x), hi = fmax(hi, x);
             }
             if (have[j]) {
                 put(f, names[j], v[j] * scale[j], se[j] * scale[j], lo, hi, t.v, t.n, how);
-            } else if (j == TK_L2 || j == TK_HBM) {
-                int other = j == TK_L2 ? TK_HBM : TK_L2;
+            } else if (lat || j == TK_L2 || j == TK_HBM) {
+                int other = j == TK_L2 ? TK_HBM : j == TK_HBM ? TK_L2 : j == TK_LAT ? TK_LAT_L2 : TK_LAT;
                 v[j] = v[other];
                 put(f, names[j], v[j] * scale[j], se[other] * scale[j], NAN, NAN, t.v, t.n, how);
                 note(f, "%s: no row in its regime; held at %s", names[j], names[other]);
+            } else if (tk_row_term(j)) {
+                put(f, names[j], 0, 0, NAN, NAN, NULL, 0, "derived: 0, not determined by the top-k rows (the fit's notes)");
             }
         }
         for (size_t i = 0; i < t.n; i++) {
@@ -1448,20 +1497,20 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
  * implementations, not the kernel the simulator models. */
 static bool other_kernel(const kbrow_t *r) { return strstr(r->layout, ";kernel") != NULL; }
 
-/* t = lat + slope·bytes with the slope fixed: lat is the mean of t − slope·bytes over rows s, weights
- * 1/t² as the line's. */
-static void fixed_eff_fit(const sel_t *s, double slope, lsq_fit_t *of)
+/* t = lat + slope·max(bytes, fill) with the slope fixed: lat is the mean of t − slope·max(bytes, fill)
+ * over rows s, weights 1/t² as the line's. */
+static void fixed_eff_fit(const sel_t *s, double slope, double fill, lsq_fit_t *of)
 {
     double sw = 0, swy = 0, ss = 0;
     for (size_t j = 0; j < s->n; j++) {
         double t = s->v[j]->t_med_us, w = 1.0 / (t * t);
         sw += w;
-        swy += w * (t - slope * s->v[j]->bytes_moved);
+        swy += w * (t - slope * fmax(s->v[j]->bytes_moved, fill));
     }
     double lat = swy / sw;
     for (size_t j = 0; j < s->n; j++) {
         double t = s->v[j]->t_med_us;
-        ss += pow(t - slope * s->v[j]->bytes_moved - lat, 2) / (t * t);
+        ss += pow(t - slope * fmax(s->v[j]->bytes_moved, fill) - lat, 2) / (t * t);
     }
     of->coef[0] = lat;
     of->coef[1] = slope;
@@ -1469,9 +1518,9 @@ static void fixed_eff_fit(const sel_t *s, double slope, lsq_fit_t *of)
     of->se[1] = 0;
 }
 
-/* The residuals, under `name`, of rows s against the line t = lat + work/(eff·hbm). */
-static int resid_line(fit_t *f, const char *name, const sel_t *s, double (*work)(const kbrow_t *), double lat,
-                      double eff, double hbm, err_t *e)
+/* The residuals, under `name`, of rows s against the line t = lat + max(work, fill)/(eff·hbm). */
+static int resid_line(fit_t *f, const char *name, const sel_t *s, double (*work)(const kbrow_t *), double fill,
+                      double lat, double eff, double hbm, err_t *e)
 {
     double *t = malloc((s->n + 1) * sizeof *t), *pred = malloc((s->n + 1) * sizeof *pred);
     if (!t || !pred) {
@@ -1480,20 +1529,21 @@ static int resid_line(fit_t *f, const char *name, const sel_t *s, double (*work)
     }
     for (size_t j = 0; j < s->n; j++) {
         t[j] = s->v[j]->t_med_us;
-        pred[j] = lat + work(s->v[j]) / (eff * hbm * 1e3);
+        pred[j] = lat + fmax(work(s->v[j]), fill) / (eff * hbm * 1e3);
     }
     resid(f, name, pred, t, s->n);
     free(t), free(pred);
     return ERR_OK;
 }
 
-/* One kernel's own t = lat + work/(eff·hbm), WLS 1/t², over rows s (label names its residuals;
- * work(row) its bytes, get_bytes for a kernel reading HBM).
- * With ≥ 3 rows and a positive slope it writes nl and ne where the catalogs declare them and
- * returns their values in *lat and *eff; otherwise *lat and *eff (the fallback) are kept. A kernel
- * reading HBM (from_hbm) cannot beat kbench's measured HBM ceiling: a fit above it (too few bytes to
- * set the slope) holds eff there and refits the latency. */
-static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), double hbm, bool from_hbm,
+/* One kernel's own t = lat + max(work, fill)/(eff·hbm), WLS 1/t², over rows s (label names its
+ * residuals; work(row) its bytes, get_bytes for a kernel reading HBM; fill 0 but for a scan whose
+ * smallest grids fall short of the GPU, scan_fill). With ≥ 3 rows and a positive slope it writes nl
+ * and ne where the catalogs declare them and returns their values in *lat and *eff; otherwise *lat
+ * and *eff (the fallback) are kept. A kernel reading HBM (from_hbm) cannot beat kbench's measured
+ * HBM ceiling: a fit above it (too few bytes to set the slope) holds eff there and refits the
+ * latency. */
+static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), double fill, double hbm, bool from_hbm,
                    const char *label, const char *nl, const char *ne, double *lat, double *eff, err_t *e)
 {
     size_t n = s->n;
@@ -1501,13 +1551,13 @@ static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), do
     snprintf(name, sizeof name, "kernel_%s", label);
     lsq_fit_t of;
     err_t e2;
-    if (n >= 3 && !line_of(s, work, name, &of, &e2) && of.coef[1] > 0) {
+    if (n >= 3 && !line_floor(s, work, fill, name, &of, &e2) && of.coef[1] > 0) {
         double oe = 1e-3 / (of.coef[1] * hbm), oe_se = oe * of.se[1] / of.coef[1], lo, hi;
         double eff_max = f->hbm_ceiling_GBps > 0 ? f->hbm_ceiling_GBps / hbm : 1;
         if (from_hbm && oe > eff_max) {   /* faster than HBM allows: the bytes are too few to set the slope */
             note(f, "%s: mem_eff %.3g +- %.2g is above the measured HBM ceiling; held at %.3g (%.0f GB/s) and the "
                     "latency refitted", label, oe, oe_se, eff_max, eff_max * hbm);
-            fixed_eff_fit(s, 1e-3 / (eff_max * hbm), &of);
+            fixed_eff_fit(s, 1e-3 / (eff_max * hbm), fill, &of);
             oe = eff_max;
             oe_se = 0;
         }
@@ -1516,8 +1566,9 @@ static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), do
         if (own) {
             *lat = fmax(of.coef[0], 0);
             *eff = oe;
-            const char *how = work == get_bytes ? "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2"
-                                                : "this kernel's own t = lat + query_bytes/(eff*hbm), WLS 1/t^2";
+            const char *how = work != get_bytes ? "this kernel's own t = lat + query_bytes/(eff*hbm), WLS 1/t^2"
+                              : fill > 0        ? "this kernel's own t = lat + max(bytes, fill)/(eff*hbm), WLS 1/t^2"
+                                                : "this kernel's own t = lat + bytes/(eff*hbm), WLS 1/t^2";
             put(f, nl, *lat, of.se[0], lo, hi, s->v, n, how);
             put(f, ne, oe, oe_se, lo, hi, s->v, n, how);
         }
@@ -1527,7 +1578,7 @@ static int fit_own(fit_t *f, const sel_t *s, double (*work)(const kbrow_t *), do
         note(f, "%s: not fitted alone (%zu rows without a positive slope in bytes); %s and %s from the pooled fit", label,
              n, nl, ne);
     }
-    return resid_line(f, name, s, work, *lat, *eff, hbm, e);
+    return resid_line(f, name, s, work, fill, *lat, *eff, hbm, e);
 }
 
 /* kbench's attention over winners still in L2 (layout "...;l2"): a kernel reading the L2, fitted apart. */
@@ -1581,7 +1632,7 @@ static int fit_form(fit_t *f, const sel_t *s, double hbm, const char *base_lat, 
     put(f, ne, sum / (double)s->n, sum_se / (double)s->n, lo, hi, s->v, s->n, how);
     char name[80];
     snprintf(name, sizeof name, "kernel_%s", label);
-    return resid_line(f, name, s, get_bytes, lat, sum / (double)s->n, hbm, e);
+    return resid_line(f, name, s, get_bytes, 0, lat, sum / (double)s->n, hbm, e);
 }
 
 /* A scan family's fit over an index still in the L2 (kbench's "<layout>;l2" scan rows, models/cost.h):
@@ -1619,7 +1670,7 @@ static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double 
     if (held) {
         note(f, "scan_%s_l2: mem_eff %.3g +- %.2g not determined by its rows; held at the family's %.3g and the "
                 "latency fitted", cost_scan_families[fam], le, le_se, eff);
-        fixed_eff_fit(&s, 1e-3 / (eff * hbm), &of);
+        fixed_eff_fit(&s, 1e-3 / (eff * hbm), 0, &of);
         le = eff;
         le_se = 0;
     }
@@ -1628,9 +1679,51 @@ static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double 
              held ? ", eff held at the family's HBM value" : "");
     put(f, nl, fmax(of.coef[0], 0), of.se[0], lo, hi, s.v, s.n, how);
     put(f, ne, le, le_se, lo, hi, s.v, s.n, how);
-    int rc = resid_line(f, label, &s, get_bytes, fmax(of.coef[0], 0), le, hbm, e);
+    int rc = resid_line(f, label, &s, get_bytes, 0, fmax(of.coef[0], 0), le, hbm, e);
     free(s.v);
     return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A scan whose grid falls short of the GPU takes about as long as the smallest that fills it:
+ * t = lat + max(bytes, fill)/(eff·hbm). The fill is searched over the rows' sizes past the smallest
+ * (two larger sizes left to set the line) and kept where it lowers the Bayesian information
+ * criterion n·ln(χ²/n) + p·ln n of the line (p = 2) with the fill counted as a third parameter;
+ * 0 otherwise (kbench's Fathom and SparQ scans of 4K and 16K tokens took the same time, 10-20% over
+ * the line through their larger sizes, and the line's slope, bent to meet them, had put their 1M-4M
+ * scans 7-9% fast). */
+static int scan_fill(fit_t *f, const sel_t *s, const char *label, double *fill, err_t *e)
+{
+    *fill = 0;
+    double *b = malloc((s->n + 1) * sizeof *b);
+    if (!b) return err_set(e, ERR_NOMEM, "fit: out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++) b[i] = s->v[i]->bytes_moved;
+    qsort(b, s->n, sizeof *b, cmp_double);
+    for (size_t i = 0; i < s->n; i++)
+        if (!m || b[i] > b[m - 1]) b[m++] = b[i];   /* the distinct sizes */
+    lsq_fit_t lf;
+    err_t e2;
+    double n = (double)s->n, best = INFINITY, chi_line = NAN;
+    if (m >= 3 && !line_of(s, get_bytes, label, &lf, &e2)) best = n * log(lf.chi2 / n) + 2 * log(n), chi_line = lf.chi2;
+    for (size_t k = 1; k + 2 < m && isfinite(best); k++) {
+        if (line_floor(s, get_bytes, b[k], label, &lf, &e2) || !(lf.coef[1] > 0)) continue;
+        double bic = n * log(lf.chi2 / n) + 3 * log(n);
+        if (bic < best) best = bic, *fill = b[k];
+    }
+    if (*fill > 0) {
+        line_floor(s, get_bytes, *fill, label, &lf, &e2);
+        note(f, "%s: scans of up to %.4g MB take as long as one of %.4g MB (their grid short of the GPU): rms %.3g%% "
+                "against the line's %.3g%% over %zu rows", label, *fill / 1e6, *fill / 1e6, 100 * sqrt(lf.chi2 / n),
+             100 * sqrt(chi_line / n), s->n);
+    }
+    free(b);
+    return ERR_OK;
 }
 
 /* Each scan family's own fit (models/cost.h), over the HBM scan rows of `rows` (row_scan_family):
@@ -1654,7 +1747,18 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
         double l = scan_lat, ef = scan_eff;
         bool form = strcmp(base, nl) != 0;
         if (!rc && fs.n && form) rc = fit_form(f, &fs, hbm, base, label, nl, ne, e);
-        else if (!rc && fs.n) rc = fit_own(f, &fs, get_bytes, hbm, true, label, nl, ne, &l, &ef, e);
+        else if (!rc && fs.n) {
+            double fill = 0, lo, hi;
+            char nf[64];
+            snprintf(nf, sizeof nf, "scan_%s_fill_bytes", cost_scan_families[fam]);
+            if (hwcat_param_unit(nf)) rc = scan_fill(f, &fs, label, &fill, e);
+            if (!rc) rc = fit_own(f, &fs, get_bytes, fill, hbm, true, label, nl, ne, &l, &ef, e);
+            range_of(&fs, get_bytes, &lo, &hi);
+            if (!rc && hwcat_param_unit(nf) && fs.n >= 3)
+                put(f, nf, fill, 0, lo, hi, fs.v, fs.n,
+                    fill > 0 ? "the size of the rows' at which t = lat + max(bytes, fill)/(eff*hbm) has the least BIC"
+                             : "0: no fill at the rows' sizes lowers the line's BIC");
+        }
         if (!rc && !form) rc = fit_scan_l2(f, rows, fam, hbm, l, ef, e);
         free(fs.v);
     }
@@ -1679,7 +1783,7 @@ static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double 
     double lat, eff;
     if (s.n) rc = value_of(f, seed, "attn_sparse_latency_us", &lat, e);
     if (s.n && !rc) rc = value_of(f, seed, "attn_sparse_mem_eff", &eff, e);
-    if (s.n && !rc) rc = fit_own(f, &s, get_query_bytes, hbm, false, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
+    if (s.n && !rc) rc = fit_own(f, &s, get_query_bytes, 0, hbm, false, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
     free(s.v);
     return rc;
 }
@@ -1770,7 +1874,7 @@ static int fit_attn_dense(fit_t *f, const sel_t *s, const calib_t *seed, double 
              lf.coef[1] > 0 && lf.coef[2] > 0;
     }
     if (!rc && !ok) {
-        rc = fit_own(f, s, get_bytes, hbm, true, "attn_dense", "attn_dense_latency_us", "attn_dense_mem_eff", lat, eff, e);
+        rc = fit_own(f, s, get_bytes, 0, hbm, true, "attn_dense", "attn_dense_latency_us", "attn_dense_mem_eff", lat, eff, e);
         note(f, "attn_dense_block_us: not determined (%zu rows; 4 sizes needed with a positive block time)", n);
     } else if (!rc) {
         double lo, hi, blo = INFINITY, bhi = 0, oe = 1e-3 / (lf.coef[2] * hbm);
@@ -1843,7 +1947,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
             double op_lat = lat, op_eff = eff;
             if (!rc && op == OPKIND_ATTN_DENSE) rc = fit_attn_dense(f, &os, seed, hbm, &op_lat, &op_eff, e);
-            else if (!rc) rc = fit_own(f, &os, get_bytes, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
+            else if (!rc) rc = fit_own(f, &os, get_bytes, 0, hbm, true, opkind_name(op), nl, ne, &op_lat, &op_eff, e);
             if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, rows, hbm, op_lat, op_eff, e);
             free(os.v);
         }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include "common/err.h"
 
-#define LSQ_MAX_P 4
+#define LSQ_MAX_P 8
 
 typedef struct lsq_fit {
     size_t n, p;

@@ -303,6 +303,37 @@ Test(cost, scan_takes_its_familys_parameters)
     th_machine_free(&t);
 }
 
+/* A scan over fewer bytes than its family's fill takes as long as one over the fill, its HBM bytes
+ * its own: Fathom's with lat 6 us, eff 0.25 and a fill of 4 MB at the H200's 4800 GB/s takes
+ * 6 + 4e6/1.2e12 s = 9.33 us over 1 MB, and 6 + 8e6/1.2e12 s = 12.67 us over 8 MB (past the fill);
+ * with no fill the 1 MB one takes 6.83 us. */
+Test(cost, scan_short_of_its_fill_takes_the_fills_time)
+{
+    for (int with = 0; with < 2; with++) {
+        tmachine_t t;
+        th_machine(&t, "h200-1", NULL, "qwen3-8b");
+        set(t.cal, "hbm_GBps", 4800);
+        set(t.cal, "scan_fathom_latency_us", 6);
+        set(t.cal, "scan_fathom_mem_eff", 0.25);
+        set(t.cal, "scan_fathom_fill_bytes", with ? 4e6 : 0);
+        cost_t c;
+        cost_paths_t paths;
+        cost_ready(&t, &c, &paths);
+        for (int big = 0; big < 2; big++) {
+            plan_op_t op = {0};
+            cost_scan(&c, &paths, cost_scan_family("fathom"), false, big ? 8e6 : 1e6, 0, LLM_BF16, &op);
+            sim_ps_t alone;
+            err_t e;
+            cr_assert_eq(plan_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+            double want = 6e-6 + (big ? 8e6 : with ? 4e6 : 1e6) / 1.2e12;
+            cr_expect(fabs((double)alone * 1e-12 - want) < 1e-11, "fill %d, big %d: %g vs %g", with, big,
+                      (double)alone * 1e-12, want);
+            cr_expect_float_eq(op.cost.work, big ? 8e6 : 1e6, 1e-9, "its bytes are its own");
+        }
+        th_machine_free(&t);
+    }
+}
+
 /* Warps holding a winner, against counting: one winner among 64 scores sits in one of the 2 warps;
  * 64 of 64 fill both; 2 of 64 fall in the same warp with probability 31/63, so 2 − 31/63 warps. */
 Test(cost, topk_winner_warps_small_cases)
@@ -314,18 +345,22 @@ Test(cost, topk_winner_warps_small_cases)
     cr_expect_float_eq(cost_topk_winner_warps(0, 5), 0, 0);
 }
 
-/* Radix top-k on 132 SMs: a block per 4096 scores of a row, at most 4·132 = 528 over all rows. Each
- * score of a block costs topk_elem_ns (topk_elem_l2_ns when the rows' scores fit in the 60 MiB L2),
- * and each warp holding a winner topk_winner_ns: 8 rows of 4M scores (128 MiB) take 66 blocks each,
- * ceil(4194304/66) = 63551 scores per block; 8 rows of 1M (32 MiB, in L2) 15888; 8 rows of 32K
- * (in L2) 8 blocks of 4096, whose walk (18.4 us) outlasts the scores' HBM passes. */
+/* Radix top-k on 132 SMs: a block per 4096 scores of a row, at most 4·132 = 528 over all rows. It
+ * takes topk_latency_us, each score of a block topk_elem_ns and each row topk_row_us (the _l2 ones
+ * when the rows' scores fit in the 60 MiB L2), and each warp holding a winner topk_winner_ns: 8 rows
+ * of 4M scores (128 MiB) take 66 blocks each, ceil(4194304/66) = 63551 scores per block; 8 rows of
+ * 1M (32 MiB, in L2) 15888; 8 rows of 32K (in L2) 8 blocks of 4096, whose walk (18.4 us) outlasts
+ * the scores' HBM passes. */
 Test(cost, topk_blocks_and_time)
 {
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     set(t.cal, "topk_latency_us", 50);
+    set(t.cal, "topk_latency_l2_us", 30);
     set(t.cal, "topk_elem_ns", 7.5);
     set(t.cal, "topk_elem_l2_ns", 4.5);
+    set(t.cal, "topk_row_us", 0.4);
+    set(t.cal, "topk_row_l2_us", 0.1);
     set(t.cal, "topk_winner_ns", 2);
     cost_t c;
     cost_paths_t paths;
@@ -338,9 +373,9 @@ Test(cost, topk_blocks_and_time)
     double w4m = 8 * cost_topk_winner_warps(4194304, 2048), w1m = 8 * cost_topk_winner_warps(1048576, 2048);
     static const struct { double rows, n, k; } cases[3] = {{8, 32768, 1}, {8, 4194304, 2048}, {8, 1048576, 2048}};
     double expect_s[3] = {
-        50e-6 + 4096 * 4.5e-9 + 8 * 2e-9,
-        50e-6 + 63551 * 7.5e-9 + w4m * 2e-9,
-        50e-6 + 15888 * 4.5e-9 + w1m * 2e-9,
+        30e-6 + 4096 * 4.5e-9 + 8 * 0.1e-6 + 8 * 2e-9,
+        50e-6 + 63551 * 7.5e-9 + 8 * 0.4e-6 + w4m * 2e-9,
+        30e-6 + 15888 * 4.5e-9 + 8 * 0.1e-6 + w1m * 2e-9,
     };
     for (int i = 0; i < 3; i++) {
         plan_op_t op;

@@ -353,10 +353,12 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
             row(&o, "kernels", ops[k], "", n, -1, -1, -1, -1, -1, "alone", b, t_us, -1, "fathom", 1, -1);
         }
     /* Fathom's scan as the kernel (variant fathom), and kbench's numbered kernel 1 at one size:
-     * the fit holds its fixed time at Fathom's and finds its efficiency */
+     * the fit holds its fixed time at Fathom's and finds its efficiency. Scans short of the truth's
+     * fill take as long as one over it. */
     for (double n = 4096; n <= 262144; n *= 4) {
         double b = n * 7 * 8;
-        row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b, t->kernel_latency_us + b / hbm, -1, "fathom", 1, -1);
+        row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
+            t->kernel_latency_us + fmax(b, t->scan_fathom_fill_bytes) / hbm, -1, "fathom", 1, -1);
     }
     /* the same scan over its index still in the L2 ("compact;l2"), where the truth gives it a rate,
      * its times off the line by +w, -w, +w (the truth's wobble) */
@@ -372,18 +374,22 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
     o.layout = NULL;
     /* top-k of k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over
      * all rows; each score of a block costs topk_elem_ns (topk_elem_l2_ns when the rows' scores fit
-     * in the 60 MiB L2), each warp of 32 scores holding a winner topk_winner_ns (the expected count
-     * by simulation of the k placed at random, 200 draws) */
-    static const double trows[4] = {8, 32, 64, 128};
-    for (int ri = 0; ri < 4; ri++)
+     * in the 60 MiB L2), each row topk_row_us (topk_row_l2_us), a fixed topk_latency_us
+     * (topk_latency_l2_us where set), each warp of 32 scores holding a
+     * winner topk_winner_ns (the expected count by simulation of the k placed at random, 200 draws) */
+    static const double trows[6] = {8, 32, 64, 128, 256, 512};
+    for (int ri = 0; ri < (t->topk_many_rows ? 6 : 4); ri++)
         for (double n = 4096; n <= 1048576; n *= 4)
             for (o.k = 256; o.k <= 2048; o.k *= 8) {
                 double bpr = fmax(1, fmin(ceil(n / 4096), fmax(1, floor(4 * 132 / trows[ri]))));
                 double per_block = ceil(n / bpr);
-                double elem = 4 * trows[ri] * n <= 60 * MIB ? t->topk_elem_l2_ns : t->topk_elem_ns;
+                bool l2 = 4 * trows[ri] * n <= 60 * MIB;
+                double elem = l2 ? t->topk_elem_l2_ns : t->topk_elem_ns;
                 o.heads = trows[ri];
                 row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * trows[ri] * n * 4,
-                    t->topk_latency_us + (per_block * elem + trows[ri] * winner_warps(o.rng, n, o.k) * t->topk_winner_ns) * 1e-3,
+                    (l2 && t->topk_latency_l2_us > 0 ? t->topk_latency_l2_us : t->topk_latency_us) +
+                        trows[ri] * (l2 ? t->topk_row_l2_us : t->topk_row_us) +
+                        (per_block * elem + trows[ri] * winner_warps(o.rng, n, o.k) * t->topk_winner_ns) * 1e-3,
                     -1, "fathom", 1, -1);
             }
     o.k = 0;

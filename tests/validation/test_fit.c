@@ -103,6 +103,7 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "kernel_latency_us", t.kernel_latency_us, 0);
     near(f, "kernel_mem_eff", t.kernel_mem_eff, 0);
     near(f, "topk_latency_us", t.topk_latency_us, 0.002);
+    near(f, "topk_latency_l2_us", t.topk_latency_us, 0.002);
     near(f, "topk_elem_ns", t.topk_elem_ns, 0.002);
     near(f, "topk_elem_l2_ns", t.topk_elem_l2_ns, 0.01);
     near(f, "topk_winner_ns", t.topk_winner_ns, 0.02);
@@ -268,6 +269,64 @@ Test(fit, scan_over_an_index_in_l2_from_its_rows_else_the_family)
         /* the L2 rows stay out of the family's HBM fit */
         cr_expect_float_eq(fit_find(fx.fit, "scan_fathom_mem_eff")->value, t.kernel_mem_eff, 1e-3,
                            "%g", fit_find(fx.fit, "scan_fathom_mem_eff")->value);
+        fixture_free(&fx);
+    }
+}
+
+/* Top-k's time per row: with kbench 3e7ae2b's rows (64-512 rows past the L2 at the same scores per
+ * block) the fit finds the truth's 0.3 us per row from HBM and 0.1 from L2 (within 3%), and the
+ * time per score and the fixed times (50 us from HBM, 30 from L2) with them; with the earlier rows
+ * alone, whose HBM rows' scores per block grow with their rows (64 and 128 rows of 256K), the time
+ * per row from HBM is not determined and held at 0. */
+Test(fit, topk_time_per_row_where_the_rows_tell_it_apart)
+{
+    for (int many = 0; many < 2; many++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.topk_row_us = 0.3;
+        t.topk_row_l2_us = 0.1;
+        t.topk_latency_l2_us = 30;
+        t.topk_many_rows = many;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        const fit_param_t *row = fit_find(fx.fit, "topk_row_us"), *row_l2 = fit_find(fx.fit, "topk_row_l2_us");
+        cr_assert(row && row_l2, "many %d", many);
+        cr_expect_float_eq(row_l2->value, 0.1, 0.003, "many %d: %g", many, row_l2->value);
+        cr_expect_float_eq(fit_find(fx.fit, "topk_latency_l2_us")->value, 30, 0.9, "many %d: %g", many,
+                           fit_find(fx.fit, "topk_latency_l2_us")->value);
+        if (many) {
+            cr_expect_float_eq(row->value, 0.3, 0.009, "%g", row->value);
+            cr_expect_float_eq(fit_find(fx.fit, "topk_elem_ns")->value, t.topk_elem_ns, 0.03 * t.topk_elem_ns, "%g",
+                               fit_find(fx.fit, "topk_elem_ns")->value);
+            cr_expect_float_eq(fit_find(fx.fit, "topk_latency_us")->value, 50, 1.5, "%g",
+                               fit_find(fx.fit, "topk_latency_us")->value);
+        } else {
+            cr_expect_eq(row->value, 0, "%g", row->value);
+            cr_expect(strstr(row->origin, "not determined"), "%s", row->origin);
+        }
+        fixture_free(&fx);
+    }
+}
+
+/* A scan whose two smallest sizes (4K and 16K tokens: 229 and 917 KB) both take
+ * the time of the 16K one finds its fill there and the line through the larger sizes exactly
+ * (lat and eff to 0.1%); the line alone, bent to meet the flat pair, would set the efficiency
+ * wrong. Scans on the line find no fill (0), whose BIC the fill's extra parameter does not lower. */
+Test(fit, scan_fill_where_the_small_scans_are_flat)
+{
+    for (int with = 0; with < 2; with++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.scan_fathom_fill_bytes = with ? 16384 * 7 * 8 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        const fit_param_t *fill = fit_find(fx.fit, "scan_fathom_fill_bytes");
+        cr_assert(fill, "with %d", with);
+        cr_expect_float_eq(fill->value, t.scan_fathom_fill_bytes, 1e-9, "with %d: %g", with, fill->value);
+        cr_expect_float_eq(fit_find(fx.fit, "scan_fathom_mem_eff")->value, t.kernel_mem_eff, 1e-3 * t.kernel_mem_eff,
+                           "with %d: %g", with, fit_find(fx.fit, "scan_fathom_mem_eff")->value);
+        cr_expect_float_eq(fit_find(fx.fit, "scan_fathom_latency_us")->value, t.kernel_latency_us,
+                           1e-3 * t.kernel_latency_us, "with %d", with);
         fixture_free(&fx);
     }
 }
