@@ -600,6 +600,53 @@ static void sec_winners_attn(ks_t *K, queries_t *Q)
     CK(cudaFree(win));
 }
 
+/* The winner fetch with the K/V in HBM (the step's hbm_all placement): the same SM gather of each
+ * head's k rows of 512 B, interleaved, from a device region of 8 heads x n tokens, after an L2
+ * flush; bytes_moved counts each byte read and written (HBM traffic, as odsim prices it). */
+static void sec_winners_hbm(ks_t *K)
+{
+    static const size_t ns[] = {65536, 262144, 1048576, 4194304};
+    int ks[] = {256, 1024, 2048, 4096, 8192}, kmax = 8192;
+    size_t nmax = K->o->quick ? 262144 : 4194304, piece = 512;
+    float *kv = (float *)dalloc((size_t)HEADS * nmax * piece);
+    kb_make_normal(kv, (size_t)HEADS * nmax * piece / 4, 1.0f, 37, K->s);
+    uint32_t *idx = (uint32_t *)dalloc((size_t)HEADS * kmax * 4);
+    uint64_t *off = (uint64_t *)dalloc((size_t)HEADS * kmax * 8);
+    void *win = dalloc((size_t)HEADS * kmax * piece);
+    uint32_t *hidx = (uint32_t *)malloc((size_t)HEADS * kmax * 4);
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= nmax; ni++)
+        for (int ki = 0; ki < 5; ki++) {
+            size_t n = ns[ni];
+            int k = ks[ki];
+            for (int i = 0; i < HEADS * k; i++)
+                hidx[i] = (uint32_t)(kref_mix64(i * 131 + k + n) % n);
+            CK(cudaMemcpy(idx, hidx, (size_t)HEADS * k * 4, cudaMemcpyHostToDevice));
+            size_t npieces = (size_t)HEADS * k;
+            kb_winner_offsets(off, idx, HEADS, 1, k, 1, n * piece, piece, 0, K->s);
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+                kb_gather(2, win, kv, off, npieces, piece, 4 * kb_sm_count(), s);
+            }, 2.0 * npieces * piece / (kb_ceil.hbm_gbps * 1e3), 1);
+            kb_row_t r = kb_row("winner_fetch", "sm");
+            r.n_tokens = (long long)n;
+            r.heads = HEADS;
+            r.k = k;
+            r.piece_bytes = (long long)piece;
+            r.pieces = (long long)npieces;
+            r.region_bytes = (long long)(HEADS * n * piece);
+            r.blocks = 4 * kb_sm_count();
+            r.layout = "interleaved";
+            r.placement = "hbm";
+            r.bytes_moved = 2.0 * npieces * piece;
+            r.ref_gbps = kb_ceil.hbm_gbps;
+            put(K, &r, st, (double)HEADS * k);
+        }
+    free(hidx);
+    CK(cudaFree(win));
+    CK(cudaFree(off));
+    CK(cudaFree(idx));
+    CK(cudaFree(kv));
+}
+
 static void attn_case(ks_t *K, queries_t *Q, const char *op, const uint16_t *kv, size_t hs, size_t n,
                       const char *place)
 {
@@ -931,6 +978,7 @@ int kb_suite_kernels(const kb_opts_t *o)
         sec_scans(&K, &Q);
         sec_topk(&K);
         sec_winners_attn(&K, &Q);
+        sec_winners_hbm(&K);
         sec_dense_attn(&K, &Q);
         sec_gemm(&K);
     }
