@@ -600,9 +600,10 @@ static void sec_winners_attn(ks_t *K, queries_t *Q)
     CK(cudaFree(win));
 }
 
-/* The winner fetch with the K/V in HBM (the step's hbm_all placement): the same SM gather of each
- * head's k rows of 512 B, interleaved, from a device region of 8 heads x n tokens, after an L2
- * flush; bytes_moved counts each byte read and written (HBM traffic, as odsim prices it). */
+/* The winner fetch with the K/V in HBM (the step's hbm_all placement): as the step's stage, the
+ * winners' offsets and the same SM gather of each head's k rows of 512 B, interleaved, from a
+ * device region of 8 heads x n tokens, after an L2 flush; bytes_moved counts each byte read and
+ * written (HBM traffic, as odsim prices it). (3538544 timed the gather alone.) */
 static void sec_winners_hbm(ks_t *K)
 {
     static const size_t ns[] = {65536, 262144, 1048576, 4194304};
@@ -622,8 +623,8 @@ static void sec_winners_hbm(ks_t *K)
                 hidx[i] = (uint32_t)(kref_mix64(i * 131 + k + n) % n);
             CK(cudaMemcpy(idx, hidx, (size_t)HEADS * k * 4, cudaMemcpyHostToDevice));
             size_t npieces = (size_t)HEADS * k;
-            kb_winner_offsets(off, idx, HEADS, 1, k, 1, n * piece, piece, 0, K->s);
-            kb_stats_t st = time_it(K, [&](cudaStream_t s) {
+            kb_stats_t st = time_it(K, [&](cudaStream_t s) {   /* the step's stage: offsets, then the gather */
+                kb_winner_offsets(off, idx, HEADS, 1, k, 1, n * piece, piece, 0, s);
                 kb_gather(2, win, kv, off, npieces, piece, 4 * kb_sm_count(), s);
             }, 2.0 * npieces * piece / (kb_ceil.hbm_gbps * 1e3), 1);
             kb_row_t r = kb_row("winner_fetch", "sm");
