@@ -40,7 +40,7 @@ static const char validate_usage[] =
     "  --group NAMES    only the held-out groups named (comma-separated; a name takes its subgroups:\n"
     "                   concurrency is concurrency:procs and concurrency:streams)\n"
     "  --max N          at most N cases (0: all)\n"
-    "  --floor DIR2     (repeatable, up to 32) other runs of the same cases: each compared value\n"
+    "  --floor DIR2     (repeatable, up to 64) other runs of the same cases: each compared value\n"
     "                   gets its run-to-run floor, the largest |difference| of their measurements,\n"
     "                   and each group counts the errors beyond their floor\n"
     "  --repeat DIR2    no predictions: compare with another run's measurements of the same cases\n"
@@ -50,7 +50,7 @@ static const char validate_usage[] =
     "Exit status: 0 when every case was predicted, 1 when some prediction failed (the report says\n"
     "which and why), 2 bad usage.\n";
 
-#define VAL_MAX_FLOORS 32
+#define VAL_MAX_FLOORS 64
 
 typedef struct val_args {
     const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat;

@@ -192,6 +192,8 @@ static const hwp_def_t cost_defs[] = {
     POS("attn_tail_mem_eff", "", "fraction of HBM bandwidth attention over the HBM tail reaches"),
     NONNEG("quantize_latency_us", "us", "fixed time of the 4-bit plane quantiser"),
     POS("quantize_mem_eff", "", "fraction of HBM bandwidth the quantiser reaches"),
+    NONNEG("winner_fetch_latency_us", "us", "fixed time of the winners' SM gather with the K/V in HBM"),
+    POS("winner_fetch_mem_eff", "", "fraction of HBM bandwidth the winners' gather in HBM reaches (its bytes read and written)"),
     NONNEG("wf_plan_latency_us", "us", "fixed time of the water-filling planner"),
     POS("wf_plan_mem_eff", "", "fraction of HBM bandwidth the planner reaches"),
     NONNEG("topk_latency_us", "us", "fixed time of a top-k kernel, scores from HBM"),

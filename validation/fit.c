@@ -1359,7 +1359,7 @@ static int fit_sharing(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
 static bool is_hbm_kernel(int op)
 {
     return op == OPKIND_QUANTIZE || op == OPKIND_WF_PLAN || op == OPKIND_SCAN || op == OPKIND_ATTN_SPARSE ||
-           op == OPKIND_ATTN_DENSE || op == OPKIND_ATTN_TAIL;
+           op == OPKIND_ATTN_DENSE || op == OPKIND_ATTN_TAIL || op == OPKIND_WINNER_FETCH;
 }
 
 /* Top-k of k over `heads` rows of n_tokens scores (kbench's radix select), the cost form's terms
@@ -1491,6 +1491,21 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
     }
     free(terms), free(X), free(m), free(w), free(pred), free(t.v);
     return rc;
+}
+
+/* An HBM kernel kind the catalogs give parameters of its own but the fit set no rows (the winner
+ * fetch from HBM on the runs before the kernels suite timed it): the pooled line's, as before it
+ * had parameters of its own, so that the preset's assumed values do not stand in for a fit. */
+static void pooled_where_no_rows(fit_t *f, const sel_t *rows, int op, double lat, double eff)
+{
+    char nl[64], ne[64];
+    snprintf(nl, sizeof nl, "%s_latency_us", opkind_name(op));
+    snprintf(ne, sizeof ne, "%s_mem_eff", opkind_name(op));
+    if (!is_hbm_kernel(op) || !hwcat_param_unit(nl) || !hwcat_param_unit(ne) || fit_find(f, nl)) return;
+    for (size_t i = 0; i < rows->n; i++)
+        if (rows->v[i]->op == op && strcmp(rows->v[i]->placement, "host")) return;
+    put(f, nl, lat, 0, NAN, NAN, NULL, 0, "derived: as kernel_latency_us (no fit-set rows of its own)");
+    put(f, ne, eff, 0, NAN, NAN, NULL, 0, "derived: as kernel_mem_eff (no fit-set rows of its own)");
 }
 
 /* kbench's numbered kernel variants other than the one its steps run ("full;kernel1"): comparisons of
@@ -1904,7 +1919,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
         if (hbm_kernel_row(r) && !other_kernel(r))
-            rc = sel_add(&s, r) || (r->op != OPKIND_ATTN_DENSE && sel_add(&line, r));
+            rc = sel_add(&s, r) || (r->op != OPKIND_ATTN_DENSE && r->op != OPKIND_WINNER_FETCH && sel_add(&line, r));
     }
     if (rc) return free(s.v), free(line.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     if (line.n < 3) {
@@ -1951,6 +1966,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
             if (!rc && op == OPKIND_SCAN) rc = fit_scan_families(f, rows, hbm, op_lat, op_eff, e);
             free(os.v);
         }
+        for (int op = 0; op < OPKIND_COUNT; op++) pooled_where_no_rows(f, rows, op, lat, eff);
     }
     free(s.v);
     free(line.v);

@@ -368,6 +368,16 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
             t->scan_fathom_l2_latency_us + w + b / (t->hbm_GBps * 1e3 * t->scan_fathom_l2_mem_eff), -1, "fathom", 1, -1);
     }
+    /* the winner fetch with its K/V in HBM, where the truth gives it: 8 heads of k rows of 512 B,
+     * its bytes read and written */
+    o.layout = "interleaved";
+    for (double n = 65536; n <= 262144 && t->win_hbm_mem_eff > 0; n *= 4)
+        for (o.k = 256; o.k <= 8192; o.k *= 2) {
+            double b = 2.0 * 8 * o.k * 512;
+            row(&o, "kernels", "winner_fetch", "sm", n, -1, 512, 8 * n * 512, 8 * o.k, 528, "alone", b,
+                t->win_hbm_latency_us + b / (t->hbm_GBps * 1e3 * t->win_hbm_mem_eff), -1, "fathom", 1, -1);
+        }
+    o.k = 0;
     o.layout = "full;kernel1";
     row(&o, "kernels", "scan", "fathom", 65536, -1, -1, -1, -1, -1, "alone", 65536 * 7 * 8,
         t->kernel_latency_us + 65536 * 7 * 8 / (t->hbm_GBps * 1e3 * t->scan_fathom_v1_mem_eff), -1, "fathom", 1, -1);

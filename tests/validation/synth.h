@@ -6,7 +6,7 @@ typedef struct synth_truth {
     double ce_latency_us, h2d_GBps, d2h_GBps, duplex_GBps, ce2d_row_ns, cebatch_piece_us;
     double gather_latency_us, gather_peak_GBps, gather_block_GBps, rows_Mps[4];
     double gather_weight, gather_duplex_coef;
-    double kernel_latency_us, kernel_mem_eff, topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns, scan_fathom_v1_mem_eff, ce_handoff_us, ce_handoff_spread_us, rows_Mps_2GiB, heads_rows_Mps[2], heads_new_rows_Mps_4GiB, pt_rows_Mps_4GiB, heads_pt_rows_Mps_4GiB, ce2d_copy_us, zc_scan_eff, attn_dense_block_us, after_rows_Mps_4GiB, heads_after_rows_Mps_4GiB, win_after_rows_Mps_4GiB, win4_flush_rows_Mps_4GiB, win_shuffle_rows_Mps_4GiB, plane128_rows_Mps_1GiB, scan_fathom_l2_latency_us, scan_fathom_l2_mem_eff, scan_fathom_l2_wobble_us, scan_fathom_fill_bytes, topk_row_us, topk_row_l2_us, topk_latency_l2_us, gemm_latency_us, gemm_mem_eff, gemm_compute_eff, launch_us;
+    double kernel_latency_us, kernel_mem_eff, topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns, scan_fathom_v1_mem_eff, ce_handoff_us, ce_handoff_spread_us, rows_Mps_2GiB, heads_rows_Mps[2], heads_new_rows_Mps_4GiB, pt_rows_Mps_4GiB, heads_pt_rows_Mps_4GiB, ce2d_copy_us, zc_scan_eff, attn_dense_block_us, after_rows_Mps_4GiB, heads_after_rows_Mps_4GiB, win_after_rows_Mps_4GiB, win4_flush_rows_Mps_4GiB, win_shuffle_rows_Mps_4GiB, plane128_rows_Mps_1GiB, scan_fathom_l2_latency_us, scan_fathom_l2_mem_eff, scan_fathom_l2_wobble_us, scan_fathom_fill_bytes, topk_row_us, topk_row_l2_us, topk_latency_l2_us, win_hbm_latency_us, win_hbm_mem_eff, gemm_latency_us, gemm_mem_eff, gemm_compute_eff, launch_us;
     int topk_many_rows; /* kbench 3e7ae2b's top-k rows over 256 and 512 rows too */
     double graph_launch_us;
     double hbm_GBps;

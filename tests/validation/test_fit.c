@@ -248,6 +248,18 @@ Test(fit, plane_sweep_knots_come_from_its_rows_where_measured)
     }
 }
 
+/* <base>_latency_us and <base>_mem_eff as fitted, each within 0.1% of what is wanted. */
+static void expect_pair(const fit_t *fit, const char *base, double want_l, double want_m, int with)
+{
+    char nl[64], ne[64];
+    snprintf(nl, sizeof nl, "%s_latency_us", base);
+    snprintf(ne, sizeof ne, "%s_mem_eff", base);
+    const fit_param_t *l = fit_find(fit, nl), *m = fit_find(fit, ne);
+    cr_assert(l && m, "%s, with rows: %d", base, with);
+    cr_expect_float_eq(l->value, want_l, 1e-3 * want_l, "%s with rows %d: latency %g", base, with, l->value);
+    cr_expect_float_eq(m->value, want_m, 1e-3 * want_m, "%s with rows %d: eff %g", base, with, m->value);
+}
+
 /* A scan over an index still in the L2 (kbench's "compact;l2" rows at 4K-64K): its own fixed time and
  * efficiency where the rows are (exact rows, written to 1 ns: recovered to 0.1%), and where none are, the family's
  * HBM values, so a run without them predicts as before. */
@@ -260,12 +272,8 @@ Test(fit, scan_over_an_index_in_l2_from_its_rows_else_the_family)
         t.scan_fathom_l2_mem_eff = with ? 1.6 : 0;
         fixture_t fx = {0};
         fit_synthetic(&fx, &t, 0, 1);
-        const fit_param_t *l = fit_find(fx.fit, "scan_fathom_l2_latency_us"), *m = fit_find(fx.fit, "scan_fathom_l2_mem_eff");
-        cr_assert(l && m, "with rows: %d", with);
-        double want_l = with ? 2.5 : fit_find(fx.fit, "scan_fathom_latency_us")->value;
-        double want_m = with ? 1.6 : fit_find(fx.fit, "scan_fathom_mem_eff")->value;
-        cr_expect_float_eq(l->value, want_l, 1e-3 * want_l, "with rows %d: latency %g", with, l->value);
-        cr_expect_float_eq(m->value, want_m, 1e-3 * want_m, "with rows %d: eff %g", with, m->value);
+        expect_pair(fx.fit, "scan_fathom_l2", with ? 2.5 : fit_find(fx.fit, "scan_fathom_latency_us")->value,
+                    with ? 1.6 : fit_find(fx.fit, "scan_fathom_mem_eff")->value, with);
         /* the L2 rows stay out of the family's HBM fit */
         cr_expect_float_eq(fit_find(fx.fit, "scan_fathom_mem_eff")->value, t.kernel_mem_eff, 1e-3,
                            "%g", fit_find(fx.fit, "scan_fathom_mem_eff")->value);
@@ -304,6 +312,27 @@ Test(fit, topk_time_per_row_where_the_rows_tell_it_apart)
             cr_expect_eq(row->value, 0, "%g", row->value);
             cr_expect(strstr(row->origin, "not determined"), "%s", row->origin);
         }
+        fixture_free(&fx);
+    }
+}
+
+/* The winner fetch with its K/V in HBM: its own fixed time and efficiency from the kernels suite's
+ * rows (8 heads of 256-8192 rows of 512 B at 64K and 256K, to 0.1%), kept out of the pooled kernel
+ * line; without such rows the pooled line's, written as derived, not the preset's assumed pair. */
+Test(fit, winner_fetch_in_hbm_from_its_rows_else_the_pooled_line)
+{
+    for (int with = 0; with < 2; with++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.win_hbm_latency_us = with ? 6 : 0;
+        t.win_hbm_mem_eff = with ? 0.45 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        expect_pair(fx.fit, "winner_fetch", with ? 6 : fit_find(fx.fit, "kernel_latency_us")->value,
+                    with ? 0.45 : fit_find(fx.fit, "kernel_mem_eff")->value, with);
+        cr_expect(with || strstr(fit_find(fx.fit, "winner_fetch_latency_us")->origin, "derived"));
+        cr_expect_float_eq(fit_find(fx.fit, "kernel_mem_eff")->value, t.kernel_mem_eff, 1e-3, "the pooled line: %g",
+                           fit_find(fx.fit, "kernel_mem_eff")->value);
         fixture_free(&fx);
     }
 }
