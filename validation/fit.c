@@ -1724,19 +1724,17 @@ static int scan_fill(fit_t *f, const sel_t *s, const char *label, double *fill, 
         if (!m || b[i] > b[m - 1]) b[m++] = b[i];   /* the distinct sizes */
     lsq_fit_t lf;
     err_t e2;
-    double n = (double)s->n, best = INFINITY, chi_line = NAN;
+    double n = (double)s->n, best = INFINITY, chi_line = NAN, chi_fill = NAN;
     if (m >= 3 && !line_of(s, get_bytes, label, &lf, &e2)) best = n * log(lf.chi2 / n) + 2 * log(n), chi_line = lf.chi2;
     for (size_t k = 1; k + 2 < m && isfinite(best); k++) {
         if (line_floor(s, get_bytes, b[k], label, &lf, &e2) || !(lf.coef[1] > 0)) continue;
         double bic = n * log(lf.chi2 / n) + 3 * log(n);
-        if (bic < best) best = bic, *fill = b[k];
+        if (bic < best) best = bic, *fill = b[k], chi_fill = lf.chi2;
     }
-    if (*fill > 0) {
-        line_floor(s, get_bytes, *fill, label, &lf, &e2);
+    if (*fill > 0)
         note(f, "%s: scans of up to %.4g MB take as long as one of %.4g MB (their grid short of the GPU): rms %.3g%% "
-                "against the line's %.3g%% over %zu rows", label, *fill / 1e6, *fill / 1e6, 100 * sqrt(lf.chi2 / n),
+                "against the line's %.3g%% over %zu rows", label, *fill / 1e6, *fill / 1e6, 100 * sqrt(chi_fill / n),
              100 * sqrt(chi_line / n), s->n);
-    }
     free(b);
     return ERR_OK;
 }
