@@ -47,9 +47,9 @@
  *   attn_combine_latency_us, attn_combine_split_ns (and _l2_: partials still in L2)  split-K combine:
  *                         t = latency + splits*split; attn_split_blocks_per_sm, attn_split_min_rows
  *                         the split count (configuration)
- *   topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns  top-k: t = latency +
- *                         elem*(scores per block) (elem_l2 when the rows' scores fit in L2) +
- *                         winner*(rows' warps holding a winner); blocks per row from topk_block_elems
+ *   topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns, topk_winner_row_ns  top-k: t =
+ *                         latency + elem*(scores per block) (elem_l2 when the rows' scores fit in L2)
+ *                         + winner*(rows' warps holding a winner) + winner_row*(one row's); blocks per row from topk_block_elems
  *                         and topk_blocks_per_sm (configuration)
  *   ce_handoff_us         a kernel waiting on a copy starts this long after the copy ends, on average
  *   ce_handoff_spread_us  run.jitter: each hand-off uniform over ce_handoff_us ± half this

@@ -108,6 +108,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_latency_l2_us", topk_latency_l2_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),
+        F("topk_winner_row_ns", topk_winner_row_s, 1e-9),
         F("topk_row_us", topk_row_s, 1e-6), F("topk_row_l2_us", topk_row_l2_s, 1e-6),
         F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
         F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
@@ -610,9 +611,10 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, do
 {
     double per_block = n > 0 ? ceil(n / cost_topk_blocks_per_row(c, rows, n)) : 0;
     bool l2 = 4.0 * rows * n <= c->l2_bytes;
-    double warps = rows * cost_topk_winner_warps(n, k);
+    double row_warps = cost_topk_winner_warps(n, k), warps = rows * row_warps;
     double t_rows = rows * (l2 ? c->topk_row_l2_s : c->topk_row_s);
-    double t_work = per_block * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s + t_rows;
+    double t_work = per_block * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s +
+                    row_warps * c->topk_winner_row_s + t_rows;
     double bytes = 4.0 * rows * n * c->topk_passes, hbm_rate = c->hbm_Bps * c->kernel_mem_eff;
     double rate = t_work > 0 ? bytes / t_work : hbm_rate;   /* the walk's own pace */
     op->exec = PLAN_EXEC_GPU;
@@ -630,6 +632,7 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, do
     if (!l2) calib_note(c->cal, "kernel_mem_eff", NAN);
     if (per_block > 0) calib_note(c->cal, l2 ? "topk_elem_l2_ns" : "topk_elem_ns", per_block);
     if (warps > 0) calib_note(c->cal, "topk_winner_ns", warps);
+    if (row_warps > 0) calib_note(c->cal, "topk_winner_row_ns", row_warps);
     if (t_rows > 0) calib_note(c->cal, l2 ? "topk_row_l2_us" : "topk_row_us", rows);
     calib_note(c->cal, "topk_passes", NAN);
     calib_note(c->cal, "topk_block_elems", NAN);

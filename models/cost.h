@@ -20,8 +20,8 @@
  *                                   attention over winners still in L2 its own (cost_attn_l2)
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
  *   top-k (cost_topk):              topk_latency(_l2) + topk_elem(_l2)·n/blocks_per_row + topk_row(_l2)·rows
- *                                   + topk_winner·rows·(warps holding a winner); the _l2 terms when all
- *                                   rows' scores fit in L2
+ *                                   + topk_winner·rows·(warps holding a winner) + topk_winner_row·(a row's
+ *                                   warps holding a winner); the _l2 terms when all rows' scores fit in L2
  *   GEMM by batch B (cost_fn):      gemm_latency + max((W + B·act) / (gemm_mem_eff·hbm),
  *                                   B·flops / (gemm_compute_eff·peak)); the FLOP bound enters as the
  *                                   op's rate cap, the bytes cross gpu{g}.hbm
@@ -132,7 +132,8 @@ typedef struct cost {
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
     double jitter_copy_s, jitter_copy_rel; /* the same for copy-engine ops moving host bytes */
     double jitter_gather_s, jitter_gather_rel; /* the same for GPU ops moving host bytes (gathers) */
-    double topk_elem_s, topk_elem_l2_s, topk_row_s, topk_row_l2_s, topk_winner_s, topk_block_elems, topk_blocks_per_sm;
+    double topk_elem_s, topk_elem_l2_s, topk_row_s, topk_row_l2_s, topk_winner_s, topk_winner_row_s, topk_block_elems,
+        topk_blocks_per_sm;
     double l2_dirty_bytes;             /* written lines the L2 holds dirty: l2_dirty_frac·l2_bytes */
     double l2_writeback_Bps;           /* their write-back under the next GEMM: l2_writeback_eff·hbm */
 } cost_t;
@@ -289,7 +290,10 @@ double cost_topk_winner_warps(double n, double k);
 
 /* Fills op for top-k of k over each of `rows` rows of n scores: topk_latency + topk_elem·(scores
  * per block: each block's threads walk theirs one after another, every load's latency in turn) +
- * topk_winner·rows·cost_topk_winner_warps(n, k). When the rows' 4·rows·n bytes of scores fit in
+ * topk_winner·rows·cost_topk_winner_warps(n, k) + topk_winner_row·cost_topk_winner_warps(n, k): each
+ * winner warp takes its row's one output counter in turn, so a row's winners queue one after another
+ * while the rows run side by side (on the 15:43 run 8 rows of 256K at k = 4096 take 19 us more than
+ * at k = 64, 512 rows of 64K at k = 2048 only 20 us more than at 256). When the rows' 4·rows·n bytes of scores fit in
  * l2_bytes (the scan has just written them) a score costs topk_elem_l2 instead. The scores count
  * against HBM topk_passes times in both cases (the engine does not model what stays in L2). The op
  * takes the SMs at its own rate (its blocks fill them). */

@@ -1364,15 +1364,16 @@ static bool is_hbm_kernel(int op)
 
 /* Top-k of k over `heads` rows of n_tokens scores (kbench's radix select), the cost form's terms
  * (models/cost.h): t = lat_l2 + elem_l2·x + row_l2·rows with the scores in L2, lat + elem·x +
- * row·rows without, + winner·w, x the scores per block (blocks per row from the grid's
- * configuration), w the rows' warps holding a winner; WLS 1/t². A regime without rows keeps the
- * other's fixed time and per-score time. A time per row the rows do not determine (the design
- * singular, or its standard error over half of it: the runs before kbench 3e7ae2b read HBM only at
- * scores per block proportional to their rows) is left out of the fit and held at 0. Each regime
+ * row·rows without, + winner·w + winner_row·w1, x the scores per block (blocks per row from the
+ * grid's configuration), w the rows' warps holding a winner, w1 one row's (its atomics on its one
+ * counter queue while the rows run side by side); WLS 1/t². A regime without rows keeps the
+ * other's fixed time and per-score time. A time per row or per winner the rows do not determine
+ * (the design singular, or its standard error over half of it: the runs before kbench 3e7ae2b read
+ * HBM only at scores per block proportional to their rows) is left out of the fit and held at 0. Each regime
  * its own fixed time: each pass over scores from HBM waits for its first bytes longer (on the
  * 14:50 run 61 us against 36 from L2; one fixed time for both had put the step's top-k over 8 rows
  * of 2M-4M 7-10% fast). */
-enum { TK_LAT_L2, TK_LAT, TK_L2, TK_HBM, TK_ROW_L2, TK_ROW, TK_WIN, TK_TERMS };
+enum { TK_LAT_L2, TK_LAT, TK_L2, TK_HBM, TK_ROW_L2, TK_ROW, TK_WIN, TK_WIN_ROW, TK_TERMS };
 
 static void topk_terms(const cost_t *c, const kbrow_t *r, double *row)
 {
@@ -1384,17 +1385,21 @@ static void topk_terms(const cost_t *c, const kbrow_t *r, double *row)
     row[TK_HBM] = l2 ? 0 : x;
     row[TK_ROW_L2] = l2 ? rows : 0;
     row[TK_ROW] = l2 ? 0 : rows;
-    row[TK_WIN] = rows * cost_topk_winner_warps(n, r->k);
+    row[TK_WIN_ROW] = cost_topk_winner_warps(n, r->k);
+    row[TK_WIN] = rows * row[TK_WIN_ROW];
 }
 
-static bool tk_row_term(int j) { return j == TK_ROW || j == TK_ROW_L2; }
+/* The terms a fit may leave out (held at 0) when the rows do not determine them. */
+static bool tk_optional_term(int j) { return j == TK_ROW || j == TK_ROW_L2 || j == TK_WIN || j == TK_WIN_ROW; }
 
-/* WLS over the columns `use` marks (col[] their term ids, *p their count); drops undetermined time
- * per row terms from `use` and refits. Returns whether a fit stands in *tf. */
+/* WLS over the columns `use` marks (col[] their term ids, *p their count); drops undetermined
+ * optional terms from `use` and refits. Returns whether a fit stands in *tf. */
 static bool topk_wls(fit_t *f, const double *terms, const double *m, const double *w, size_t n, bool *use,
                      const char *how, int *col, int *p, double *X, lsq_fit_t *tf)
 {
-    static const char *const row_names[TK_TERMS] = {[TK_ROW_L2] = "topk_row_l2_us", [TK_ROW] = "topk_row_us"};
+    static const char *const opt_names[TK_TERMS] = {[TK_ROW_L2] = "topk_row_l2_us", [TK_ROW] = "topk_row_us",
+                                                    [TK_WIN] = "topk_winner_ns", [TK_WIN_ROW] = "topk_winner_row_ns"};
+    static const double opt_scale[TK_TERMS] = {[TK_ROW_L2] = 1, [TK_ROW] = 1, [TK_WIN] = 1e3, [TK_WIN_ROW] = 1e3};
     for (;;) {
         *p = 0;
         for (int j = 0; j < TK_TERMS; j++)
@@ -1404,18 +1409,18 @@ static bool topk_wls(fit_t *f, const double *terms, const double *m, const doubl
         err_t e2;
         bool ok = n > (size_t)*p && *p > 1 && !lsq_wlinear(how, X, m, w, n, (size_t)*p, tf, &e2);
         /* a singular design loses the time per row from HBM first (the earlier runs' rows tell the
-         * L2's apart); else the least determined of those under twice their error */
+         * L2's apart); else the least determined optional term under twice its error */
         int drop = -1, at = -1;
         double worst = INFINITY;
         for (int j = 0; j < *p; j++) {
             double z = ok ? tf->coef[j] / tf->se[j] : col[j] == TK_ROW ? -INFINITY : -1;
-            if (tk_row_term(col[j]) && !(z > 2) && !(z >= worst)) drop = col[j], at = j, worst = z;
+            if (tk_optional_term(col[j]) && !(z > 2) && !(z >= worst)) drop = col[j], at = j, worst = z;
         }
         if (drop < 0) return ok;
         use[drop] = false;
-        if (ok) note(f, "%s: %.3g +- %.2g us not determined by the rows; held at 0", row_names[drop], tf->coef[at],
-                     tf->se[at]);
-        else note(f, "%s: not determined by the rows (their design singular with it); held at 0", row_names[drop]);
+        if (ok) note(f, "%s: %.3g +- %.2g not determined by the rows; held at 0", opt_names[drop],
+                     tf->coef[at] * opt_scale[drop], tf->se[at] * opt_scale[drop]);
+        else note(f, "%s: not determined by the rows (their design singular with it); held at 0", opt_names[drop]);
     }
 }
 
@@ -1434,8 +1439,8 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
             return free(t.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     }
     static const char *const names[TK_TERMS] = {"topk_latency_l2_us", "topk_latency_us", "topk_elem_l2_ns", "topk_elem_ns",
-                                                "topk_row_l2_us", "topk_row_us", "topk_winner_ns"};
-    static const double scale[TK_TERMS] = {1, 1, 1e3, 1e3, 1, 1, 1e3};   /* us per unit -> the parameter's unit */
+                                                "topk_row_l2_us", "topk_row_us", "topk_winner_ns", "topk_winner_row_ns"};
+    static const double scale[TK_TERMS] = {1, 1, 1e3, 1e3, 1, 1, 1e3, 1e3};   /* us per unit -> the parameter's unit */
     double *terms = malloc((t.n + 1) * TK_TERMS * sizeof *terms), *X = malloc((t.n + 1) * TK_TERMS * sizeof *X);
     double *m = malloc((t.n + 1) * sizeof *m), *w = malloc((t.n + 1) * sizeof *w), *pred = malloc((t.n + 1) * sizeof *pred);
     if (!terms || !X || !m || !w || !pred) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
@@ -1449,14 +1454,15 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
         for (int j = 0; j < TK_TERMS; j++) use[j] |= terms[i * TK_TERMS + j] > 0;
     }
     static const char how[] = "topk: t = (lat_l2 + elem_l2*x + row_l2*rows)*[scores in L2] + (lat + elem*x + "
-                              "row*rows)*[not] + winner*w, x the scores per block (blocks per row from the radix "
-                              "select's grid configuration), w the rows' warps holding a winner, WLS 1/t^2";
+                              "row*rows)*[not] + winner*w + winner_row*w1, x the scores per block (blocks per row "
+                              "from the radix select's grid configuration), w the rows' warps holding a winner, w1 "
+                              "one row's, WLS 1/t^2";
     lsq_fit_t tf;
     bool ok = !rc && topk_wls(f, terms, m, w, t.n, use, how, col, &p, X, &tf);
     for (int j = 0; ok && j < p; j++) ok = tf.coef[j] > 0 || col[j] == TK_LAT || col[j] == TK_LAT_L2;
     if (!ok) {
-        if (!rc) note(f, "topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns: not determined (%zu topk rows "
-                         "without positive per-score and per-winner times)", t.n);
+        if (!rc) note(f, "topk_latency_us, topk_elem_ns, topk_elem_l2_ns: not determined (%zu topk rows without "
+                         "positive per-score times)", t.n);
     } else {
         double v[TK_TERMS] = {0}, se[TK_TERMS] = {0};
         bool have[TK_TERMS] = {false};
@@ -1479,7 +1485,7 @@ static int fit_topk(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
                 v[j] = v[other];
                 put(f, names[j], v[j] * scale[j], se[other] * scale[j], NAN, NAN, t.v, t.n, how);
                 note(f, "%s: no row in its regime; held at %s", names[j], names[other]);
-            } else if (tk_row_term(j)) {
+            } else if (tk_optional_term(j)) {
                 put(f, names[j], 0, 0, NAN, NAN, NULL, 0, "derived: 0, not determined by the top-k rows (the fit's notes)");
             }
         }

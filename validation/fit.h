@@ -27,9 +27,10 @@
  *                        placement other than host): t = lat + bytes/(eff·hbm), all ops together
  *                        (each op's own fit is noted, and written as <op>_latency_us and
  *                        <op>_mem_eff where the catalogs declare those names)
- *   topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns   topk rows: t = lat +
- *                        elem·(scores per block), elem_l2 instead when the rows' scores fit in L2,
- *                        + winner·(rows' warps holding a winner), WLS 1/t² (models/cost.h)
+ *   topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns, topk_winner_row_ns   topk rows:
+ *                        t = lat + elem·(scores per block), elem_l2 instead when the rows' scores fit
+ *                        in L2, + winner·(rows' warps holding a winner) + winner_row·(one row's),
+ *                        WLS 1/t² (models/cost.h)
  *   scan_<family>_*      each method's scan alone where it has three sizes or more; Fathom's other
  *                        kernels (v1, v2, per query head) their efficiency with Fathom's fixed time
  *   ce_handoff_us        launch rows: after_copy − after_kernel (medians)

@@ -347,7 +347,8 @@ Test(cost, topk_winner_warps_small_cases)
 
 /* Radix top-k on 132 SMs: a block per 4096 scores of a row, at most 4·132 = 528 over all rows. It
  * takes topk_latency_us, each score of a block topk_elem_ns and each row topk_row_us (the _l2 ones
- * when the rows' scores fit in the 60 MiB L2), and each warp holding a winner topk_winner_ns: 8 rows
+ * when the rows' scores fit in the 60 MiB L2), each warp holding a winner topk_winner_ns and each of
+ * one row's topk_winner_row_ns (a row's winners queue on its counter, the rows side by side): 8 rows
  * of 4M scores (128 MiB) take 66 blocks each, ceil(4194304/66) = 63551 scores per block; 8 rows of
  * 1M (32 MiB, in L2) 15888; 8 rows of 32K (in L2) 8 blocks of 4096, whose walk (18.4 us) outlasts
  * the scores' HBM passes. */
@@ -362,6 +363,7 @@ Test(cost, topk_blocks_and_time)
     set(t.cal, "topk_row_us", 0.4);
     set(t.cal, "topk_row_l2_us", 0.1);
     set(t.cal, "topk_winner_ns", 2);
+    set(t.cal, "topk_winner_row_ns", 5);
     cost_t c;
     cost_paths_t paths;
     err_t e;
@@ -370,12 +372,12 @@ Test(cost, topk_blocks_and_time)
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 8, 4194304), 66, 0);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 128, 262144), 4, 0);
     cr_expect_float_eq(cost_topk_blocks_per_row(&c, 1000, 1 << 20), 1, 0);
-    double w4m = 8 * cost_topk_winner_warps(4194304, 2048), w1m = 8 * cost_topk_winner_warps(1048576, 2048);
+    double w4m = cost_topk_winner_warps(4194304, 2048), w1m = cost_topk_winner_warps(1048576, 2048);
     static const struct { double rows, n, k; } cases[3] = {{8, 32768, 1}, {8, 4194304, 2048}, {8, 1048576, 2048}};
     double expect_s[3] = {
-        30e-6 + 4096 * 4.5e-9 + 8 * 0.1e-6 + 8 * 2e-9,
-        50e-6 + 63551 * 7.5e-9 + 8 * 0.4e-6 + w4m * 2e-9,
-        30e-6 + 15888 * 4.5e-9 + 8 * 0.1e-6 + w1m * 2e-9,
+        30e-6 + 4096 * 4.5e-9 + 8 * 0.1e-6 + 8 * 2e-9 + 5e-9,
+        50e-6 + 63551 * 7.5e-9 + 8 * 0.4e-6 + w4m * (8 * 2e-9 + 5e-9),
+        30e-6 + 15888 * 4.5e-9 + 8 * 0.1e-6 + w1m * (8 * 2e-9 + 5e-9),
     };
     for (int i = 0; i < 3; i++) {
         plan_op_t op;

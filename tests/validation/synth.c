@@ -25,7 +25,7 @@ void synth_default(synth_truth_t *t)
                          .ce2d_row_ns = 2.0, .cebatch_piece_us = 0.5, .gather_latency_us = 5,
                          .gather_peak_GBps = 51, .gather_block_GBps = 1.95, .rows_Mps = {200, 105, 41, 30},
                          .gather_weight = 4.3, .gather_duplex_coef = 2.0, .kernel_latency_us = 3,
-                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 4.2, .ce_handoff_spread_us = 8.8, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .attn_dense_block_us = 4, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .win_after_rows_Mps_4GiB = 28, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
+                         .kernel_mem_eff = 0.85, .topk_latency_us = 50, .topk_elem_ns = 7.5, .topk_elem_l2_ns = 4.5, .topk_winner_ns = 0.3, .topk_winner_row_ns = 5, .scan_fathom_v1_mem_eff = 0.05, .ce_handoff_us = 4.2, .ce_handoff_spread_us = 8.8, .rows_Mps_2GiB = 52, .heads_rows_Mps = {150, 50}, .heads_new_rows_Mps_4GiB = 44, .pt_rows_Mps_4GiB = 55, .heads_pt_rows_Mps_4GiB = 75, .ce2d_copy_us = 2.4, .zc_scan_eff = 0.8, .attn_dense_block_us = 4, .after_rows_Mps_4GiB = 35, .heads_after_rows_Mps_4GiB = 42, .win_after_rows_Mps_4GiB = 28, .gemm_latency_us = 9, .gemm_mem_eff = 0.8, .gemm_compute_eff = 0.7,
                          .launch_us = 2.5, .graph_launch_us = 8,
                          .hbm_GBps = 4800, .ce_b2b_gap_us = 2.9, .combine_latency_us = 4, .combine_split_ns = 360,
                          .combine_l2_latency_us = 3.8, .combine_l2_split_ns = 190,
@@ -385,8 +385,9 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
     /* top-k of k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over
      * all rows; each score of a block costs topk_elem_ns (topk_elem_l2_ns when the rows' scores fit
      * in the 60 MiB L2), each row topk_row_us (topk_row_l2_us), a fixed topk_latency_us
-     * (topk_latency_l2_us where set), each warp of 32 scores holding a
-     * winner topk_winner_ns (the expected count by simulation of the k placed at random, 200 draws) */
+     * (topk_latency_l2_us where set), each warp of 32 scores holding a winner topk_winner_ns and
+     * each of one row's topk_winner_row_ns (the expected count by simulation of the k placed at
+     * random, 200 draws) */
     static const double trows[6] = {8, 32, 64, 128, 256, 512};
     for (int ri = 0; ri < (t->topk_many_rows ? 6 : 4); ri++)
         for (double n = 4096; n <= 1048576; n *= 4)
@@ -394,12 +395,12 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 double bpr = fmax(1, fmin(ceil(n / 4096), fmax(1, floor(4 * 132 / trows[ri]))));
                 double per_block = ceil(n / bpr);
                 bool l2 = 4 * trows[ri] * n <= 60 * MIB;
-                double elem = l2 ? t->topk_elem_l2_ns : t->topk_elem_ns;
+                double elem = l2 ? t->topk_elem_l2_ns : t->topk_elem_ns, ww = winner_warps(o.rng, n, o.k);
                 o.heads = trows[ri];
                 row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * trows[ri] * n * 4,
                     (l2 && t->topk_latency_l2_us > 0 ? t->topk_latency_l2_us : t->topk_latency_us) +
                         trows[ri] * (l2 ? t->topk_row_l2_us : t->topk_row_us) +
-                        (per_block * elem + trows[ri] * winner_warps(o.rng, n, o.k) * t->topk_winner_ns) * 1e-3,
+                        (per_block * elem + ww * (trows[ri] * t->topk_winner_ns + t->topk_winner_row_ns)) * 1e-3,
                     -1, "fathom", 1, -1);
             }
     o.k = 0;
