@@ -361,18 +361,40 @@ static int issue_order(const builder_t *b, uint32_t *perm)
     return rc;
 }
 
-/* Lays the builder's ops out in issue order in r, adds stream-order edges, builds successor lists. */
+static uint64_t edge_key(uint32_t from, uint32_t to) { return (uint64_t)from << 32 | to; }
+
+static int key_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The builder's edges as sorted keys (*keys, owned by the caller), to look an edge up. */
+static int edge_keys(const builder_t *b, uint64_t **keys)
+{
+    *keys = malloc((b->n_edges + 1) * sizeof **keys);
+    if (!*keys) return ERR_NOMEM;
+    for (size_t i = 0; i < b->n_edges; i++) (*keys)[i] = edge_key(b->edges[i].from, b->edges[i].to);
+    qsort(*keys, b->n_edges, sizeof **keys, key_cmp);
+    return ERR_OK;
+}
+
+/* Lays the builder's ops out in issue order in r, adds stream-order edges where no explicit edge
+ * already joins the two ops (one wait, so a kernel after a copy draws one hand-off), builds successor
+ * lists. */
 static int run_layout(run_t *r, builder_t *b)
 {
     uint32_t n = b->n;
     uint32_t *perm = malloc((n + 1) * sizeof *perm), *pos = malloc((n + 1) * sizeof *pos);
+    uint64_t *keys = NULL;
     int rc = (perm && pos) ? issue_order(b, perm) : ERR_NOMEM;
     if (!rc) {
         for (uint32_t i = 0; i < n; i++) pos[perm[i]] = i;
         for (size_t i = 0; i < b->n_edges; i++) b->edges[i] = (edge_t){pos[b->edges[i].from], pos[b->edges[i].to]};
         r->ops = malloc((n + 1) * sizeof *r->ops);
-        if (!r->ops) rc = ERR_NOMEM;
+        rc = r->ops ? edge_keys(b, &keys) : ERR_NOMEM;
     }
+    size_t n_explicit = b->n_edges;
     uint32_t last_on_stream[256];
     memset(last_on_stream, 0xff, sizeof last_on_stream);
     for (uint32_t i = 0; !rc && i < n; i++) {
@@ -380,9 +402,12 @@ static int run_layout(run_t *r, builder_t *b)
         r->ops[i].pos = i;
         r->ops[i].run = r;
         uint8_t st = r->x->cfg.one_stream ? 0 : r->ops[i].op.stream;
-        if (last_on_stream[st] != UINT32_MAX) rc = b_edge(b, last_on_stream[st], i);
+        uint64_t k = edge_key(last_on_stream[st], i);
+        if (last_on_stream[st] != UINT32_MAX && !bsearch(&k, keys, n_explicit, sizeof k, key_cmp))
+            rc = b_edge(b, last_on_stream[st], i);
         last_on_stream[st] = i;
     }
+    free(keys);
     uint32_t *cnt = rc ? NULL : calloc(n + 1, sizeof *cnt);
     if (!rc && !cnt) rc = ERR_NOMEM;
     r->succ = rc ? NULL : malloc((b->n_edges + 1) * sizeof *r->succ);

@@ -249,29 +249,48 @@ Test(exec, host_ops_take_their_paths_jitter)
     }
 }
 
-/* A copy of 0.5 s (stream 1), then a 1 s kernel waiting on it (stream 0): a step is 1.5 s and the
- * hand-off. */
-static int copy_then_kernel_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
+/* A copy of 0.5 s (stream 1), then a 1 s kernel waiting on it (on stream `kernel_stream`): a step is
+ * 1.5 s and the hand-off. */
+static int copy_then_kernel(const world_t *w, uint8_t kernel_stream, plan_t *out, err_t *e)
 {
-    (void)env;
-    (void)req;
-    const world_t *w = self;
     plan_op_t copy = {.exec = PLAN_EXEC_COPY_H2D, .stream = 1, .n_uses = 1, .uses = {{w->link, 1.0}}, .cost = {.work = 0.5e9}};
-    plan_op_t k = {.exec = PLAN_EXEC_GPU, .stream = 0, .n_uses = 1, .uses = {{w->hbm, 1.0}}, .cost = {.work = 1e9}};
+    plan_op_t k = {.exec = PLAN_EXEC_GPU, .stream = kernel_stream, .n_uses = 1, .uses = {{w->hbm, 1.0}}, .cost = {.work = 1e9}};
     uint32_t dep = 0;
     int rc = plan_add(out, &copy, NULL, 0, NULL, e);
     return rc ? rc : plan_add(out, &k, &dep, 1, NULL, e);
 }
 
+static int copy_then_kernel_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    (void)env;
+    (void)req;
+    return copy_then_kernel(self, 0, out, e);
+}
+
+/* The same with the kernel on the copy's stream: its explicit dependency and the stream's order are
+ * one wait, and one hand-off (not the later of two draws). */
+static int copy_then_kernel_one_stream_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out,
+                                             err_t *e)
+{
+    (void)env;
+    (void)req;
+    return copy_then_kernel(self, 1, out, e);
+}
+
 /* A hand-off of 0.2 s ± 0.2 (spread 0.4 s): each a uniform draw over [0, 0.4], so over 4000 steps
  * the step's p10, p50, p90 are 1.5 s plus 0.04, 0.2, 0.36 (± 3 standard errors of a quantile,
  * sqrt(p(1−p)/n)·0.4, and the histogram's HIST_REL_ERR) and none is below 1.5 s or above 1.9;
- * without the spread every step is 1.7. */
+ * without the spread every step is 1.7. The same with the kernel on the copy's stream (the later of
+ * two draws would put the median at 1.5 + 0.4·sqrt(1/2) = 1.783). */
 Test(exec, a_handoff_with_a_spread_is_uniform)
 {
-    static const plan_provider_ops_t ops = {.name = "copy_then_kernel", .build = copy_then_kernel_build,
+    static const plan_provider_ops_t two = {.name = "copy_then_kernel", .build = copy_then_kernel_build,
                                             .footprint = toy_footprint};
-    for (int spread = 0; spread < 2; spread++) {
+    static const plan_provider_ops_t one = {.name = "copy_then_kernel_one_stream",
+                                            .build = copy_then_kernel_one_stream_build, .footprint = toy_footprint};
+    for (int run = 0; run < 4; run++) {
+        int spread = run % 2;
+        const plan_provider_ops_t *ops = run < 2 ? &two : &one;
         world_t w;
         world_init(&w, EXEC_STREAMS, 0);
         world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
@@ -280,7 +299,7 @@ Test(exec, a_handoff_with_a_spread_is_uniform)
                                          .jitter_seed = 3});
         exec_turn_t turn = {.arrival_s = -1, .decode_tokens = 4000};
         exec_session_spec_t spec = {.id = 0, .gpu = 0, .context_tokens = 100, .final_tokens = 4100, .turns = &turn,
-                                    .n_turns = 1, .provider = {&ops, &w}};
+                                    .n_turns = 1, .provider = {ops, &w}};
         err_t e;
         cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
         world_run(&w);
@@ -288,8 +307,8 @@ Test(exec, a_handoff_with_a_spread_is_uniform)
         static const double q[3] = {0.1, 0.5, 0.9};
         for (int i = 0; i < 3; i++) {
             double want = 1.5 + (spread ? 0.4 * q[i] : 0.2), tol = spread ? 3 * sqrt(q[i] * (1 - q[i]) / 4000) * 0.4 : 1e-9;
-            cr_expect_float_eq(hist_quantile(h, q[i]), want, tol + HIST_REL_ERR * want, "spread %d, q %g: %.6g", spread, q[i],
-                               hist_quantile(h, q[i]));
+            cr_expect_float_eq(hist_quantile(h, q[i]), want, tol + HIST_REL_ERR * want, "%s, spread %d, q %g: %.6g",
+                               ops->name, spread, q[i], hist_quantile(h, q[i]));
         }
         cr_expect_geq(hist_min(h), 1.5 - 1e-9);
         cr_expect_leq(hist_max(h), 1.9 + 1e-9);
