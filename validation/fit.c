@@ -1369,7 +1369,8 @@ static bool is_hbm_kernel(int op)
  * counter queue while the rows run side by side); WLS 1/t². A regime without rows keeps the
  * other's fixed time and per-score time. A time per row or per winner the rows do not determine
  * (the design singular, or its standard error over half of it: the runs before kbench 3e7ae2b read
- * HBM only at scores per block proportional to their rows) is left out of the fit and held at 0. Each regime
+ * HBM only at scores per block proportional to their rows) is left out of the fit and held at 0, and
+ * so is one row's winner chain where the time per row from HBM is. Each regime
  * its own fixed time: each pass over scores from HBM waits for its first bytes longer (on the
  * 14:50 run 61 us against 36 from L2; one fixed time for both had put the step's top-k over 8 rows
  * of 2M-4M 7-10% fast). */
@@ -1415,6 +1416,14 @@ static bool topk_wls(fit_t *f, const double *terms, const double *m, const doubl
         for (int j = 0; j < *p; j++) {
             double z = ok ? tf->coef[j] / tf->se[j] : col[j] == TK_ROW ? -INFINITY : -1;
             if (tk_optional_term(col[j]) && !(z > 2) && !(z >= worst)) drop = col[j], at = j, worst = z;
+        }
+        /* one row's winner chain needs the time per row from HBM beside it: without that, the
+         * winners summed over the rows stand in for the rows' own time, and the chain, the same at
+         * every row count, bends the time per score instead (the runs before kbench 3e7ae2b) */
+        if (drop < 0 && use[TK_WIN_ROW] && !use[TK_ROW]) {
+            use[TK_WIN_ROW] = false;
+            note(f, "topk_winner_row_ns: not told apart without the time per row from HBM; held at 0");
+            continue;
         }
         if (drop < 0) return ok;
         use[drop] = false;

@@ -107,7 +107,6 @@ Test(fit, recovers_the_ground_truth_within_its_standard_errors)
     near(f, "topk_elem_ns", t.topk_elem_ns, 0.002);
     near(f, "topk_elem_l2_ns", t.topk_elem_l2_ns, 0.01);
     near(f, "topk_winner_ns", t.topk_winner_ns, 0.02);
-    near(f, "topk_winner_row_ns", t.topk_winner_row_ns, 0.02);
     near(f, "scan_fathom_latency_us", t.kernel_latency_us, 0.01);
     near(f, "scan_fathom_v1_latency_us", t.kernel_latency_us, 0.01);
     near(f, "scan_fathom_v1_mem_eff", t.scan_fathom_v1_mem_eff, 0.01);
@@ -283,10 +282,11 @@ Test(fit, scan_over_an_index_in_l2_from_its_rows_else_the_family)
 }
 
 /* Top-k's time per row: with kbench 3e7ae2b's rows (64-512 rows past the L2 at the same scores per
- * block) the fit finds the truth's 0.3 us per row from HBM and 0.1 from L2 (within 3%), and the
- * time per score and the fixed times (50 us from HBM, 30 from L2) with them; with the earlier rows
- * alone, whose HBM rows' scores per block grow with their rows (64 and 128 rows of 256K), the time
- * per row from HBM is not determined and held at 0. */
+ * block) the fit finds the truth's 0.3 us per row from HBM and 0.1 from L2 (within 3%), the time per
+ * score and the fixed times (50 us from HBM, 30 from L2), and a row's winner chain (5 ns a winner
+ * warp, within 5%) beside the winners summed over the rows (0.3 ns); with the earlier rows alone,
+ * whose HBM rows' scores per block grow with their rows (64 and 128 rows of 256K), the time per
+ * row from HBM is not determined and held at 0, and so is the chain (their truth has none). */
 Test(fit, topk_time_per_row_where_the_rows_tell_it_apart)
 {
     for (int many = 0; many < 2; many++) {
@@ -296,6 +296,7 @@ Test(fit, topk_time_per_row_where_the_rows_tell_it_apart)
         t.topk_row_l2_us = 0.1;
         t.topk_latency_l2_us = 30;
         t.topk_many_rows = many;
+        t.topk_winner_row_ns = many ? 5 : 0;
         fixture_t fx = {0};
         fit_synthetic(&fx, &t, 0, 1);
         const fit_param_t *row = fit_find(fx.fit, "topk_row_us"), *row_l2 = fit_find(fx.fit, "topk_row_l2_us");
@@ -309,9 +310,15 @@ Test(fit, topk_time_per_row_where_the_rows_tell_it_apart)
                                fit_find(fx.fit, "topk_elem_ns")->value);
             cr_expect_float_eq(fit_find(fx.fit, "topk_latency_us")->value, 50, 1.5, "%g",
                                fit_find(fx.fit, "topk_latency_us")->value);
+            cr_expect_float_eq(fit_find(fx.fit, "topk_winner_row_ns")->value, 5, 0.25, "%g",
+                               fit_find(fx.fit, "topk_winner_row_ns")->value);
+            cr_expect_float_eq(fit_find(fx.fit, "topk_winner_ns")->value, 0.3, 0.02, "%g",
+                               fit_find(fx.fit, "topk_winner_ns")->value);
         } else {
             cr_expect_eq(row->value, 0, "%g", row->value);
             cr_expect(strstr(row->origin, "not determined"), "%s", row->origin);
+            cr_expect_eq(fit_find(fx.fit, "topk_winner_row_ns")->value, 0, "%g",
+                         fit_find(fx.fit, "topk_winner_row_ns")->value);
         }
         fixture_free(&fx);
     }
