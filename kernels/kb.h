@@ -43,7 +43,8 @@ typedef struct {
     const char *model;         /* --model, default qwen3-8b */
     size_t max_region;         /* --max-region BYTES for host regions */
     const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc); kernels:
-                                * index_fetch, the index fetches alone at 1M-4M */
+                                * index_fetch, the index fetches alone at 1M-4M, or topk_span; step:
+                                * chain, a layer with and without its stage events and 36 in a row */
 } kb_opts_t;
 
 /* Percentiles of repeated timings, microseconds. */

@@ -122,6 +122,63 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
     kb_session_free(S);
 }
 
+/* The body's time from an event after a spin (the GPU busy, as in time_steps) to an event after it,
+ * over up to KB_P99_REPS repetitions within a quarter second. */
+template <typename F> static kb_stats_t time_window(st_t *X, F body)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    body();
+    CK(cudaStreamSynchronize(X->s));
+    static double t[KB_P99_REPS];
+    double spent = 0;
+    int r = 0;
+    while (r < KB_P99_REPS && (r < 3 || spent < 0.25e6)) {
+        kb_spin(STEP_LEAD_US, X->s);
+        CK(cudaEventRecord(a, X->s));
+        body();
+        CK(cudaEventRecord(b, X->s));
+        CK(cudaEventSynchronize(b));
+        CKL();
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t[r] = ms * 1e3;
+        spent += t[r++];
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return kb_stats(t, r);
+}
+
+/* --only chain: a layer step with its stage events (the suite's rows), the same layer with none,
+ * 36 of them back to back, and those and the LM head (a decode step as the concurrency suite runs
+ * it): what the stage events and the layers' chaining take. Policy `<fetch>;no_events`,
+ * `<fetch>;layers` (pieces = layers) and `<fetch>;session`. */
+static void chain_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
+{
+    run_case(X, D, c);
+    kb_session_t *S = kb_session_new(D, c, X->gemm);
+    static const char *const what[3] = {"no_events", "layers", "session"};
+    for (int w = 0; w < 3; w++) {
+        int layers = w ? X->m->layers : 1;
+        kb_stats_t st = time_window(X, [&]() {
+            for (int l = 0; l < layers; l++)
+                kb_session_step(S, X->s, NULL);
+            if (w == 2)
+                kb_gemm_run(X->gemm, KB_GEMM_LM, 1, X->s);
+        });
+        kb_row_t r = case_row(w == 2 ? "session_step" : "layer_step", c, D->qgroup);
+        char pol[64];
+        snprintf(pol, sizeof pol, "%s;%s", r.policy, what[w]);
+        r.policy = pol;
+        r.pieces = layers;
+        r.st = st;
+        kb_csv_row(X->csv, &r);
+    }
+    kb_session_free(S);
+}
+
 int kb_suite_step(const kb_opts_t *o)
 {
     st_t X;
@@ -154,6 +211,16 @@ int kb_suite_step(const kb_opts_t *o)
     if (kb_layer_data_new(&D, ns[nn - 1], X.m->kv_heads, X.m->q_heads / X.m->kv_heads,
                           HEADS_DEFAULT_T, 1, seed) != 0)
         kb_die("cannot pin the layer's host data", __FILE__, __LINE__);
+    if (o->only && !strcmp(o->only, "chain")) {
+        for (int p = 0; p < 2; p++) {
+            kb_step_cfg_t c = {KB_M_FATHOM, (kb_place_t)p, 131072, STEP_K, 0, STEP_TAIL, 1};
+            chain_case(&X, &D, &c);
+        }
+        nn = 0;
+    } else if (o->only) {
+        fprintf(stderr, "kbench: step: --only takes chain\n");
+        return 2;
+    }
     for (int i = 0; i < nn; i++)
         for (int m = 0; m < KB_M_N; m++)
             for (int p = 0; p < 3; p++) {
