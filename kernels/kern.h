@@ -135,5 +135,7 @@ void kb_make_normal(float *x, size_t n, float scale, uint64_t seed, cudaStream_t
 void kb_empty_launch(cudaStream_t s);
 /* Keeps stream s busy for about us microseconds (one thread spinning on the global timer). */
 void kb_spin(double us, cudaStream_t s);
+/* Every thread of 4 blocks of 256 per SM waiting us microseconds: a kernel that fills the GPU. */
+void kb_fill_spin(double us, cudaStream_t s);
 
 #endif

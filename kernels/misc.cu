@@ -57,3 +57,9 @@ void kb_spin(double us, cudaStream_t s)
     spin_kernel<<<1, 1, 0, s>>>((unsigned long long)(us * 1e3));
     CKL();
 }
+
+void kb_fill_spin(double us, cudaStream_t s)
+{
+    spin_kernel<<<4 * kb_sm_count(), 256, 0, s>>>((unsigned long long)(us * 1e3));
+    CKL();
+}

@@ -792,6 +792,35 @@ static double wall_us(void)
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
+/* A chain of kernels that fill the GPU (3 us each), back to back (`chain`) and with an event
+ * recorded after each (`chain_events`, as the step suite times its stages), behind a 1 ms spin so
+ * that the host has enqueued them all: the difference over the chain's length is what an event
+ * between two kernels costs it. */
+#define EVENT_CHAIN 32
+static void sec_event_chain(ks_t *K)
+{
+    cudaEvent_t ev[EVENT_CHAIN];
+    for (int j = 0; j < EVENT_CHAIN; j++)
+        CK(cudaEventCreate(&ev[j]));
+    for (int with = 0; with < 2; with++) {
+        kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) {
+            for (int j = 0; j < EVENT_CHAIN; j++) {
+                kb_fill_spin(3, s);
+                if (with)
+                    CK(cudaEventRecord(ev[j], s));
+            }
+        }, EVENT_CHAIN * 5, [&](cudaStream_t s) {
+            kb_l2_flush(s);
+            kb_spin(1000, s);
+        });
+        kb_row_t r = kb_row("launch", with ? "chain_events" : "chain");
+        r.pieces = EVENT_CHAIN;
+        put(K, &r, st, EVENT_CHAIN);
+    }
+    for (int j = 0; j < EVENT_CHAIN; j++)
+        CK(cudaEventDestroy(ev[j]));
+}
+
 static void sec_launch(ks_t *K)
 {
     int n = K->o->quick ? 1000 : 10000;
@@ -845,6 +874,7 @@ static void sec_launch(ks_t *K)
     }
     CK(cudaFreeHost(hsrc));
     CK(cudaFree(ddst));
+    sec_event_chain(K);
     kb_row_t hc = kb_row("launch", "copy_enqueue");
     hc.pieces = 1;
     hc.piece_bytes = 4096;
