@@ -284,6 +284,7 @@ static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
     if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) {
         provider_set_layers_only(p, true);
         provider_set_first_launch_hidden(p, pt->probe.launch_hidden);
+        provider_set_stage_events(p, true);
     }
     *out = provider_wrap(p);
     return ERR_OK;

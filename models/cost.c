@@ -105,7 +105,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("jitter_us", jitter_s, 1e-6), F("jitter_rel", jitter_rel, 1),
         F("jitter_copy_us", jitter_copy_s, 1e-6), F("jitter_copy_rel", jitter_copy_rel, 1),
         F("jitter_gather_us", jitter_gather_s, 1e-6), F("jitter_gather_rel", jitter_gather_rel, 1),
-        F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6),
+        F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6), F("event_us", event_s, 1e-6),
         F("topk_latency_us", topk_latency_s, 1e-6), F("topk_latency_l2_us", topk_latency_l2_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
         F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),
         F("topk_winner_row_ns", topk_winner_row_s, 1e-9),
@@ -677,3 +677,36 @@ void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, 
     calib_note(c->cal, "launch_us", NAN);
 }
 
+/* kbench's step stage an op kind belongs to (its events fall between stages); a kind outside them
+ * is a stage of its own */
+static int kbench_stage(int kind)
+{
+    switch (kind) {
+    case OPKIND_QUANTIZE: case OPKIND_WF_PLAN: return 0;
+    case OPKIND_INDEX_FETCH: return 1;
+    case OPKIND_SCAN: return 2;
+    case OPKIND_TOPK: return 3;
+    case OPKIND_WINNER_FETCH: return 4;
+    case OPKIND_ATTN_SPARSE: case OPKIND_ATTN_DENSE: return 5;
+    case OPKIND_ATTN_TAIL: case OPKIND_ATTN_COMBINE: return 6;
+    case OPKIND_GEMM: case OPKIND_L2_WRITEBACK: return 7;
+    default: return 8 + kind;
+    }
+}
+
+void cost_chain_events(const cost_t *c, plan_t *p)
+{
+    sim_ps_t cut = cost_ps(c->event_s);
+    if (cut <= 0) return;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        plan_op_t *o = &p->ops[i];
+        for (uint32_t k = 0; o->exec == PLAN_EXEC_GPU && k < o->n_deps; k++) {
+            const plan_op_t *d = &p->ops[p->deps[o->dep_first + k]];
+            if (d->exec == PLAN_EXEC_GPU && d->stream == o->stream && kbench_stage(d->kind) != kbench_stage(o->kind)) {
+                o->latency_cut_ps = cut;
+                calib_note(c->cal, "event_us", NAN);
+                break;
+            }
+        }
+    }
+}

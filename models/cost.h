@@ -127,7 +127,7 @@ typedef struct cost {
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
-    double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s;
+    double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s, event_s;
     double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
     double jitter_copy_s, jitter_copy_rel; /* the same for copy-engine ops moving host bytes */
@@ -298,6 +298,12 @@ double cost_topk_winner_warps(double n, double k);
  * against HBM topk_passes times in both cases (the engine does not model what stays in L2). The op
  * takes the SMs at its own rate (its blocks fill them). */
 void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op);
+
+/* Takes kbench's stage events out of p: the ops' costs are a step's stages as kbench times them,
+ * each between two events (validation/data/h200-1714-chain: a layer without them 13.4 us faster, 8
+ * events), so a GPU op whose explicit predecessor is a GPU op of its stream and of another stage
+ * (a kind outside kbench's stages its own) pays its fixed time less event_us (its latency_cut_ps). */
+void cost_chain_events(const cost_t *c, plan_t *p);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {

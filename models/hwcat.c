@@ -203,6 +203,7 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("topk_row_us", "us", "top-k: time per row (its histogram passes), scores from HBM"),
     NONNEG("topk_row_l2_us", "us", "top-k: as topk_row_us when all rows' scores fit in L2 (l2_bytes)"),
     NONNEG("topk_winner_ns", "ns", "top-k: time per warp of 32 scores holding a winner, summed over rows (one atomic each)"),
+    NONNEG("event_us", "us", "what an event recorded between two kernels of a stream costs them: every fit-set kernel is timed between two, so a kernel right behind another with none between takes its fixed time less this"),
     NONNEG("topk_winner_row_ns", "ns", "top-k: time per warp holding a winner of one row, the rows side by side (a row's atomics on its one counter queue)"),
     POS("topk_block_elems", "scores", "top-k: scores per block before a row's blocks run out (radix select grid)"),
     POS("topk_blocks_per_sm", "blocks", "top-k: blocks per SM over all rows at most (radix select grid)"),

@@ -15,6 +15,7 @@ struct provider {
     bool layers_only;         /* plans hold the layers alone: no LM head, no sampling */
     bool gathers_alone;       /* a gather's translations are its own, not the step's */
     bool first_launch_hidden; /* the plan's first op launched before its window opens */
+    bool stage_events;        /* an event after each of kbench's step stages */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -70,6 +71,7 @@ const method_t *provider_method(const provider_t *p) { return p->mt; }
 
 void provider_set_layers_only(provider_t *p, bool on) { p->layers_only = on; }
 void provider_set_gathers_alone(provider_t *p, bool on) { p->gathers_alone = on; }
+void provider_set_stage_events(provider_t *p, bool on) { p->stage_events = on; }
 void provider_set_first_launch_hidden(provider_t *p, bool on) { p->first_launch_hidden = on; }
 
 static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
@@ -456,7 +458,10 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
 
 static int ops_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
 {
-    return provider_build(self, plan_env_sim(env), plan_env_gpu(env), req, out, e);
+    provider_t *p = self;
+    int rc = provider_build(p, plan_env_sim(env), plan_env_gpu(env), req, out, e);
+    if (!rc && !p->stage_events) cost_chain_events(&p->cost, out);
+    return rc;
 }
 
 static int ops_footprint(void *self, uint64_t context_tokens, double *hbm_bytes, double *host_bytes, err_t *e)

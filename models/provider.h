@@ -56,7 +56,8 @@ void provider_free(provider_t *p);
 
 /* Builds the plan of req into out (reset here) for a session on GPU gpu of sim (resources named as
  * models/hwinst.h says), without allocating memory: for `odsim plan`, tests and the engine's build.
- * Errors: ERR_NOTFOUND (a resource missing), ERR_INVAL, ERR_NOMEM. */
+ * Each op as kbench times a step's stage, between two events (the engine's build then takes them
+ * out: cost_chain_events). Errors: ERR_NOTFOUND (a resource missing), ERR_INVAL, ERR_NOMEM. */
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e);
 
 const method_t *provider_method(const provider_t *p);
@@ -70,5 +71,8 @@ void provider_set_gathers_alone(provider_t *p, bool on);
 /* The plan's first op launched before the timed window opened (kbench's step repetitions starting on
  * a busy GPU): its launch costs the plan nothing; the rest launch as the host reaches them. */
 void provider_set_first_launch_hidden(provider_t *p, bool on);
+/* The engine's plans keep an event after each of kbench's step stages (its step suite's timing),
+ * where by default a kernel follows the stage before with none (cost_chain_events). */
+void provider_set_stage_events(provider_t *p, bool on);
 
 #endif

@@ -782,11 +782,7 @@ static void delay_done(sim_t *sim, void *arg)
     op_finish(arg);
 }
 
-static int op_cost(const xop_t *o, plan_cost_t *c)
-{
-    *c = o->op.cost;
-    return o->op.cost_fn ? o->op.cost_fn(o->op.cost_model, o->batch, c) : ERR_OK;
-}
+static int op_cost(const xop_t *o, plan_cost_t *c) { return plan_op_cost(&o->op, o->batch, c); }
 
 /* The op's time alone on the idle machine: its latency, then its work at its slowest bound. */
 static sim_ps_t op_alone_ps(const exec_t *x, const xop_t *o, const plan_cost_t *c)

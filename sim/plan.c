@@ -138,13 +138,19 @@ void plan_totals(const plan_t *p, plan_totals_t *out)
     out->n_ops = p->n_ops;
 }
 
+int plan_op_cost(const plan_op_t *o, uint32_t batch, plan_cost_t *out)
+{
+    *out = o->cost;
+    int rc = o->cost_fn ? o->cost_fn(o->cost_model, batch, out) : 0;
+    out->latency_ps = out->latency_ps > o->latency_cut_ps ? out->latency_ps - o->latency_cut_ps : 0;
+    return rc;
+}
+
 int plan_op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_t *e)
 {
-    plan_cost_t c = o->cost;
-    if (o->cost_fn) {
-        int rc = o->cost_fn(o->cost_model, 1, &c);
-        if (rc) return err_set(e, rc, "plan: cost model failed");
-    }
+    plan_cost_t c;
+    int rc = plan_op_cost(o, 1, &c);
+    if (rc) return err_set(e, rc, "plan: cost model failed");
     double rate = c.cap_rate > 0 ? c.cap_rate : INFINITY;
     for (uint32_t u = 0; u < o->n_uses; u++) {
         if ((size_t)o->uses[u].res >= sim_res_count(sim))
@@ -213,8 +219,8 @@ static int loads_of(const plan_t *p, const sim_t *sim, res_load_t *load, sim_ps_
     *launch_ps = 0;
     for (uint32_t i = 0; i < p->n_ops; i++) {
         const plan_op_t *o = &p->ops[i];
-        plan_cost_t c = o->cost;
-        if (o->cost_fn && o->cost_fn(o->cost_model, 1, &c)) return err_set(e, ERR_INVAL, "plan: cost model failed");
+        plan_cost_t c;
+        if (plan_op_cost(o, 1, &c)) return err_set(e, ERR_INVAL, "plan: cost model failed");
         sim_ps_t alone;
         int rc = plan_op_alone_ps(o, sim, &alone, e);
         if (rc) return rc;

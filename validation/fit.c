@@ -2245,6 +2245,28 @@ static void fit_handoff(fit_t *f, const sel_t *rows)
         "an empty kernel after a copy (launch row after_copy): (p90 - p10)/0.8, a uniform's width");
 }
 
+/* What an event between two kernels costs a chain of them: kbench's launch rows chain and
+ * chain_events (the same kernels back to back, and with an event after each), their medians'
+ * difference over the chain's length. */
+static void fit_event(fit_t *f, const sel_t *rows)
+{
+    const kbrow_t *ch[2] = {NULL, NULL};   /* without, with events */
+    for (size_t i = 0; i < rows->n; i++) {
+        const kbrow_t *r = rows->v[i];
+        if (!is_op(r, OPKIND_LAUNCH) || !(r->pieces >= 1)) continue;
+        if (!strcmp(r->variant, "chain")) ch[0] = r;
+        if (!strcmp(r->variant, "chain_events")) ch[1] = r;
+    }
+    if (!ch[0] || !ch[1] || ch[0]->pieces != ch[1]->pieces) {
+        note(f, "event_us: not determined (no launch rows chain and chain_events of one length)");
+        return;
+    }
+    double n = ch[0]->pieces, v = (ch[1]->t_med_us - ch[0]->t_med_us) / n;
+    put(f, "event_us", fmax(v, 0), hypot(median_se(ch[0]), median_se(ch[1])) / n, NAN, NAN, ch, 2,
+        "a chain of kernels with an event after each less without, over its length (launch rows chain_events, "
+        "chain: medians)");
+}
+
 /* Host time per item of `kind` rows (t_med / pieces); rows of `variant` only when there are any
  * (kbench's launch rows: host_enqueue is the host's cost, empty_b2b the GPU's). */
 static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *variant, const char *name, err_t *e)
@@ -2524,6 +2546,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     else if (!rc)
         note(f, "copy_launch_us: not determined (no launch/copy_enqueue rows)");
     if (!rc) fit_handoff(f, &rows);
+    if (!rc) fit_event(f, &rows);
     if (!rc) rc = fit_graph(f, &rows, e);
     if (!rc) rc = fit_timeslice(f, &rows, e);
     if (!rc) rc = fit_jitter(f, &rows, e);

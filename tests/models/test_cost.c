@@ -345,6 +345,49 @@ Test(cost, topk_winner_warps_small_cases)
     cr_expect_float_eq(cost_topk_winner_warps(0, 5), 0, 0);
 }
 
+/* kbench's stage events taken out of a plan, event_us = 2: on stream 0 a scan (first: nothing
+ * before it), a top-k after it (another stage: 2 us less), a GEMM after that (2 us less), a second
+ * GEMM (the same stage: none less); a copy, a scan after it (after a copy: none less) and a top-k
+ * after that scan on stream 1 (another stream: none less). plan_op_cost takes the cut off the fixed
+ * time, never below 0: 5 us less 2 is 3, 1 us less 2 is 0. With event_us = 0 nothing changes. */
+Test(cost, chain_events_cut_a_kernel_behind_another_stage)
+{
+    for (int on = 0; on < 2; on++) {
+        tmachine_t t;
+        th_machine(&t, "h200-1", NULL, "qwen3-8b");
+        set(t.cal, "event_us", on ? 2 : 0);
+        cost_t c;
+        cost_paths_t paths;
+        cost_ready(&t, &c, &paths);
+        static const struct { int kind, exec, stream, dep; double lat_us; } ops[7] = {
+            {OPKIND_SCAN, PLAN_EXEC_GPU, 0, -1, 5}, {OPKIND_TOPK, PLAN_EXEC_GPU, 0, 0, 1},
+            {OPKIND_GEMM, PLAN_EXEC_GPU, 0, 1, 5},  {OPKIND_GEMM, PLAN_EXEC_GPU, 0, 2, 5},
+            {OPKIND_INDEX_FETCH, PLAN_EXEC_COPY_H2D, 0, 3, 5}, {OPKIND_SCAN, PLAN_EXEC_GPU, 0, 4, 5},
+            {OPKIND_TOPK, PLAN_EXEC_GPU, 1, 5, 5}};
+        static const double want_us[7] = {5, 0, 3, 5, 5, 5, 5};
+        plan_t p;
+        plan_init(&p);
+        err_t e;
+        for (int i = 0; i < 7; i++) {
+            plan_op_t op = {.kind = (uint16_t)ops[i].kind, .layer = 0, .exec = (uint8_t)ops[i].exec,
+                            .stream = (uint8_t)ops[i].stream, .cost = {.latency_ps = cost_ps(ops[i].lat_us * 1e-6)}};
+            uint32_t dep = (uint32_t)ops[i].dep;
+            cr_assert_eq(plan_add(&p, &op, ops[i].dep >= 0 ? &dep : NULL, ops[i].dep >= 0 ? 1 : 0, NULL, &e), 0, "%s",
+                         e.msg);
+        }
+        cost_chain_events(&c, &p);
+        for (int i = 0; i < 7; i++) {
+            plan_cost_t pc;
+            cr_assert_eq(plan_op_cost(&p.ops[i], 1, &pc), 0);
+            double want = on ? want_us[i] : ops[i].lat_us;
+            cr_expect_float_eq((double)pc.latency_ps * 1e-6, want, 1e-9, "event %d, op %d: %g us", on, i,
+                               (double)pc.latency_ps * 1e-6);
+        }
+        plan_free(&p);
+        th_machine_free(&t);
+    }
+}
+
 /* Radix top-k on 132 SMs: a block per 4096 scores of a row, at most 4·132 = 528 over all rows. It
  * takes topk_latency_us, each score of a block topk_elem_ns and each row topk_row_us (the _l2 ones
  * when the rows' scores fit in the 60 MiB L2), each warp holding a winner topk_winner_ns and each of

@@ -463,6 +463,13 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
     row(&o, "kernels", "launch", "after_copy", -1, -1, -1, -1, 1, -1, "alone", -1, o.p10 + 0.2, -1, "", 1, -1);
     o.p10 = o.p90 = 0;
     o.reps = 0;
+    /* 32 kernels of 5 us back to back, and with an event after each (event_us each; only where the
+     * truth has events, as kbench ff3db94 and later time them) */
+    if (t->event_us > 0) {
+        row(&o, "kernels", "launch", "chain", -1, -1, -1, -1, 32, -1, "alone", -1, 32 * 5.0, -1, "", 1, -1);
+        row(&o, "kernels", "launch", "chain_events", -1, -1, -1, -1, 32, -1, "alone", -1, 32 * (5.0 + t->event_us), -1,
+            "", 1, -1);
+    }
     static const double nodes_v[6] = {1, 2, 5, 10, 30, 100};
     for (int ni = 0; ni < 6; ni++) {
         double nodes = nodes_v[ni];

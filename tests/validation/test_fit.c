@@ -324,6 +324,27 @@ Test(fit, topk_time_per_row_where_the_rows_tell_it_apart)
     }
 }
 
+/* An event between two kernels: from the chain rows (32 kernels with and without an event after
+ * each) the fit finds the truth's 1.8 us; without them it is not determined and the preset stands. */
+Test(fit, event_cost_from_the_chain_rows)
+{
+    for (int with = 0; with < 2; with++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.event_us = with ? 1.8 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        const fit_param_t *p = fit_find(fx.fit, "event_us");
+        if (with) {
+            cr_assert(p, "event_us was not fitted");
+            cr_expect_float_eq(p->value, 1.8, 0.02, "%g", p->value);
+        } else {
+            cr_expect_null(p, "event_us fitted without chain rows: %g", p ? p->value : NAN);
+        }
+        fixture_free(&fx);
+    }
+}
+
 /* The winner fetch with its K/V in HBM: its own fixed time and efficiency from the kernels suite's
  * rows (8 heads of 256-8192 rows of 512 B at 64K and 256K, to 0.1%), kept out of the pooled kernel
  * line; without such rows the pooled line's, written as derived, not the preset's assumed pair. */
