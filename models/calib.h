@@ -53,6 +53,8 @@
  *                         and topk_blocks_per_sm (configuration)
  *   ce_handoff_us         a kernel waiting on a copy starts this long after the copy ends, on average
  *   ce_handoff_spread_us  run.jitter: each hand-off uniform over ce_handoff_us ± half this
+ *   event_us              a kernel right behind one of another step stage, with no event between,
+ *                         takes its fixed time less this (cost_chain_events)
  *   gemm_latency_us       GEMMs' fixed time, per cuBLAS kernel
  *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
  *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)

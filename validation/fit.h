@@ -34,6 +34,7 @@
  *   scan_<family>_*      each method's scan alone where it has three sizes or more; Fathom's other
  *                        kernels (v1, v2, per query head) their efficiency with Fathom's fixed time
  *   ce_handoff_us        launch rows: after_copy − after_kernel (medians)
+ *   event_us             launch rows: (chain_events − chain) / their kernels (medians)
  *   gemm_mem_eff, gemm_compute_eff, gemm_latency_us   gemm / lm_head rows by batch: t = lat +
  *                        max(bytes/(em·hbm), flops/(ec·peak)), log space by binding term; FLOPs from
  *                        a flops column, else kbench's per_s (FLOP/s for gemm rows) × t; lat (where
