@@ -44,7 +44,8 @@ typedef struct {
     size_t max_region;         /* --max-region BYTES for host regions */
     const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc); kernels:
                                 * index_fetch, the index fetches alone at 1M-4M, or topk_span; step:
-                                * chain, a layer with and without its stage events and 36 in a row */
+                                * chain, a layer with and without its stage events and 36 in a row;
+                                * lead, 32K steps after a one-thread and a GPU-filling lead spin */
 } kb_opts_t;
 
 /* Percentiles of repeated timings, microseconds. */

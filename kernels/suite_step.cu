@@ -26,7 +26,18 @@ typedef struct {
     cudaStream_t s;
     kb_gemm_t *gemm;
     const kb_model_t *m;
+    int fill_lead;             /* the lead spin fills the GPU (else one thread) */
 } st_t;
+
+/* The spin before a repetition's first event: one thread, or every SM's blocks (as a decode's
+ * layer before keeps the GPU, warm) */
+static void lead_spin(st_t *X)
+{
+    if (X->fill_lead)
+        kb_fill_spin(STEP_LEAD_US, X->s);
+    else
+        kb_spin(STEP_LEAD_US, X->s);
+}
 
 /* Run the session's step reps times; t[stage][rep] stage durations and
  * total[rep], microseconds. Returns the repetitions done. */
@@ -44,7 +55,7 @@ static int time_steps(st_t *X, kb_session_t *S, int nst, double **t, double *tot
         /* the GPU busy as the window opens, as the layer before keeps it in a decode: the first
          * stage is timed from the GPU's readiness, not from the host's launch after an idle wait
          * (4-16 us more, p90 up to 50, and varying: validation/data/h200/README.md) */
-        kb_spin(STEP_LEAD_US, X->s);
+        lead_spin(X);
         CK(cudaEventRecord(ev[0], X->s));
         kb_session_step(S, X->s, ev + 1);
         CK(cudaEventSynchronize(ev[nst]));
@@ -104,6 +115,11 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
     int reps = time_steps(X, S, nst, t, total, max_reps);
     double link = kb_session_link_bytes(S);
     kb_row_t r = case_row("layer_step", c, D->qgroup);
+    char lpol[64];
+    if (X->fill_lead) {
+        snprintf(lpol, sizeof lpol, "%s;lead:fill", r.policy);
+        r.policy = lpol;
+    }
     r.st = kb_stats(total, reps);
     r.bytes_moved = link;
     r.per_s = 1e6 / r.st.med;
@@ -135,7 +151,7 @@ template <typename F> static kb_stats_t time_window(st_t *X, F body)
     double spent = 0;
     int r = 0;
     while (r < KB_P99_REPS && (r < 3 || spent < 0.25e6)) {
-        kb_spin(STEP_LEAD_US, X->s);
+        lead_spin(X);
         CK(cudaEventRecord(a, X->s));
         body();
         CK(cudaEventRecord(b, X->s));
@@ -217,8 +233,19 @@ int kb_suite_step(const kb_opts_t *o)
             chain_case(&X, &D, &c);
         }
         nn = 0;
+    } else if (o->only && !strcmp(o->only, "lead")) {
+        /* the step's first stage after a one-thread spin and after one that fills the GPU */
+        static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
+        for (int f = 0; f < 2; f++)
+            for (int i = 0; i < 3; i++) {
+                X.fill_lead = f;
+                kb_step_cfg_t c = {ms[i], KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
+                run_case(&X, &D, &c);
+            }
+        X.fill_lead = 0;
+        nn = 0;
     } else if (o->only) {
-        fprintf(stderr, "kbench: step: --only takes chain\n");
+        fprintf(stderr, "kbench: step: --only takes chain or lead\n");
         return 2;
     }
     for (int i = 0; i < nn; i++)
