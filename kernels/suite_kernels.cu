@@ -966,7 +966,9 @@ int kb_suite_kernels(const kb_opts_t *o)
     ks_t K;
     memset(&K, 0, sizeof K);
     K.o = o;
-    static const size_t full[] = {4096, 16384, 65536, 262144, 1048576, 4194304};
+    /* 32K and 128K: the step suite's two smallest contexts, so that their stages are predicted
+     * from kernels timed at their own n rather than between sizes 4x apart */
+    static const size_t full[] = {4096, 16384, 32768, 65536, 131072, 262144, 1048576, 4194304};
     static const size_t quick[] = {4096, 65536, 1048576};
     /* --only index_fetch: the index fetches alone between 1M and 4M (a look at where the SMs'
      * fetch of the plane prefixes slows, back to back and after an L2 flush; no full run) */
@@ -978,7 +980,7 @@ int kb_suite_kernels(const kb_opts_t *o)
         return 2;
     }
     K.ns = only_fetch ? fetch_ns : o->quick || only_topk ? quick : full;
-    K.nn = only_fetch ? 5 : only_topk ? 1 : o->quick ? 3 : 6;
+    K.nn = only_fetch ? 5 : only_topk ? 1 : o->quick ? 3 : 8;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {

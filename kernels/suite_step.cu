@@ -19,6 +19,7 @@
 #define STEP_K 2048
 #define STEP_TAIL 1024
 #define STEP_LEAD_US 100   /* the spin before each repetition's first event */
+#define STEP_DITHER_US 20  /* ... plus up to this much, drawn anew each repetition */
 
 typedef struct {
     const kb_opts_t *o;
@@ -27,16 +28,31 @@ typedef struct {
     kb_gemm_t *gemm;
     const kb_model_t *m;
     int fill_lead;             /* the lead spin fills the GPU (else one thread) */
+    int fixed_lead;            /* the lead spin is not dithered */
+    uint64_t dither;           /* splitmix64 state of the dither */
 } st_t;
 
+/* uniform on [0, 1) from splitmix64 */
+static double dither_u(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
 /* The spin before a repetition's first event: one thread, or every SM's blocks (as a decode's
- * layer before keeps the GPU, warm) */
+ * layer before keeps the GPU, warm). Its length is dithered over 20 us, more than two periods of
+ * the copy engine's completion check (0-9 us, kernels/NOTES.md): a fixed sequence of repetitions
+ * locks each to one phase of that check, and the median of a stage right after a copy then
+ * measures that phase, not the hand-off's spread. */
 static void lead_spin(st_t *X)
 {
+    double us = STEP_LEAD_US + (X->fixed_lead ? 0 : STEP_DITHER_US * dither_u(&X->dither));
     if (X->fill_lead)
-        kb_fill_spin(STEP_LEAD_US, X->s);
+        kb_fill_spin(us, X->s);
     else
-        kb_spin(STEP_LEAD_US, X->s);
+        kb_spin(us, X->s);
 }
 
 /* Run the session's step reps times; t[stage][rep] stage durations and
@@ -116,8 +132,8 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
     double link = kb_session_link_bytes(S);
     kb_row_t r = case_row("layer_step", c, D->qgroup);
     char lpol[64];
-    if (X->fill_lead) {
-        snprintf(lpol, sizeof lpol, "%s;lead:fill", r.policy);
+    if (X->fill_lead || X->fixed_lead) {
+        snprintf(lpol, sizeof lpol, "%s;lead:%s", r.policy, X->fill_lead ? "fill" : "fixed");
         r.policy = lpol;
     }
     r.st = kb_stats(total, reps);
@@ -201,6 +217,7 @@ int kb_suite_step(const kb_opts_t *o)
     memset(&X, 0, sizeof X);
     X.o = o;
     X.m = kb_model(o->model);
+    X.dither = 0x6f6473696dull;
     uint64_t seed = (uint64_t)time(NULL);
     if (kb_checks(seed)) {
         fprintf(stderr, "kbench: step: a reference check failed; nothing timed\n");
@@ -216,6 +233,9 @@ int kb_suite_step(const kb_opts_t *o)
                 STEP_TAIL, 48);
     kb_csv_meta(X.csv, "start", "busy: each repetition starts with the GPU busy (a %d us spin kernel "
                 "before its first event), so its first stage is timed as inside a busy stream", STEP_LEAD_US);
+    kb_csv_meta(X.csv, "dither", "the spin runs %d us more, drawn uniformly anew each repetition "
+                "(splitmix64, fixed seed), so a stage after a copy meets the copy engine's completion "
+                "check at every phase", STEP_DITHER_US);
     kb_measure_ceilings(X.csv);
     CK(cudaStreamCreateWithFlags(&X.s, cudaStreamNonBlocking));
     X.gemm = kb_gemm_new(X.m, 1);
@@ -244,8 +264,21 @@ int kb_suite_step(const kb_opts_t *o)
             }
         X.fill_lead = 0;
         nn = 0;
+    } else if (o->only && !strcmp(o->only, "dither")) {
+        /* the steps whose scan follows a copy-engine index copy, with the lead spin fixed and
+         * dithered, one after the other */
+        static const kb_method_t ms[5] = {KB_M_PT136, KB_M_PT68, KB_M_HASH, KB_M_LM8, KB_M_LM16};
+        for (int i = 0; i < 2; i++)
+            for (int m = 0; m < 5; m++)
+                for (int f = 1; f >= 0; f--) {
+                    X.fixed_lead = f;
+                    kb_step_cfg_t c = {ms[m], KB_P_HOST, ns[i], STEP_K, 0, STEP_TAIL, 1};
+                    run_case(&X, &D, &c);
+                }
+        X.fixed_lead = 0;
+        nn = 0;
     } else if (o->only) {
-        fprintf(stderr, "kbench: step: --only takes chain or lead\n");
+        fprintf(stderr, "kbench: step: --only takes chain, lead or dither\n");
         return 2;
     }
     for (int i = 0; i < nn; i++)
