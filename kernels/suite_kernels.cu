@@ -355,11 +355,12 @@ static void sec_scans(ks_t *K, queries_t *Q)
             kb_fetch_prefix_sm(K->D.d[KB_M_FATHOM], hs, cmp, cs, Q->plan, HEADS, n, T_DEFAULT,
                                4 * kb_sm_count(), K->s);
             /* full, compact, from host (every n: a fit-set curve for the zero-copy scan), then qg 4
-             * and kernels 1 and 2 on the full layout */
+             * and kernels 1 and 2 on the full layout at 16K, 64K, 256K (three sizes of the fit set:
+             * a line of their own, not a point on the main kernel's fixed time) and 1M */
             for (int mode = 0; mode < 6; mode++) {
                 int compact = mode == 1, qg = mode == 2 ? 4 : 1, host = mode == 3;
                 int variant = mode == 4 ? 1 : (mode == 5 ? 2 : 3);
-                if (mode >= 2 && !host && (meth || (n != 65536 && n != 1048576)))
+                if (mode >= 2 && !host && (meth || (n != 16384 && n != 65536 && n != 262144 && n != 1048576)))
                     continue;
                 const uint8_t *idx = compact ? cmp : (host ? K->D.h[KB_M_FATHOM] : K->D.d[KB_M_FATHOM]);
                 static const char *full_layout[4] = {"", "full;kernel1", "full;kernel2", "full"};

@@ -29,6 +29,7 @@ typedef struct {
     const kb_model_t *m;
     int fill_lead;             /* the lead spin fills the GPU (else one thread) */
     int fixed_lead;            /* the lead spin is not dithered */
+    int flush_lead;            /* an L2 flush before the lead spin (as the kernels suite's rows) */
     uint64_t dither;           /* splitmix64 state of the dither */
 } st_t;
 
@@ -49,6 +50,8 @@ static double dither_u(uint64_t *x)
 static void lead_spin(st_t *X)
 {
     double us = STEP_LEAD_US + (X->fixed_lead ? 0 : STEP_DITHER_US * dither_u(&X->dither));
+    if (X->flush_lead)
+        kb_l2_flush(X->s);
     if (X->fill_lead)
         kb_fill_spin(us, X->s);
     else
@@ -132,8 +135,9 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
     double link = kb_session_link_bytes(S);
     kb_row_t r = case_row("layer_step", c, D->qgroup);
     char lpol[64];
-    if (X->fill_lead || X->fixed_lead) {
-        snprintf(lpol, sizeof lpol, "%s;lead:%s", r.policy, X->fill_lead ? "fill" : "fixed");
+    if (X->fill_lead || X->fixed_lead || X->flush_lead) {
+        snprintf(lpol, sizeof lpol, "%s;lead:%s", r.policy,
+                 X->fill_lead ? "fill" : X->fixed_lead ? "fixed" : "flush");
         r.policy = lpol;
     }
     r.st = kb_stats(total, reps);
@@ -264,6 +268,19 @@ int kb_suite_step(const kb_opts_t *o)
             }
         X.fill_lead = 0;
         nn = 0;
+    } else if (o->only && !strcmp(o->only, "first")) {
+        /* the 32K steps whose first stage is a scan from HBM, as the suite times them and with an
+         * L2 flush before the lead spin: does the step before leave the first stage slower than
+         * the kernels suite's rows (each after a flush) time it? */
+        static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_LM16};
+        for (int f = 0; f < 2; f++)
+            for (int i = 0; i < 3; i++) {
+                X.flush_lead = f;
+                kb_step_cfg_t c = {ms[i], KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
+                run_case(&X, &D, &c);
+            }
+        X.flush_lead = 0;
+        nn = 0;
     } else if (o->only && !strcmp(o->only, "dither")) {
         /* the steps whose scan follows a copy-engine index copy, with the lead spin fixed and
          * dithered, one after the other */
@@ -278,7 +295,7 @@ int kb_suite_step(const kb_opts_t *o)
         X.fixed_lead = 0;
         nn = 0;
     } else if (o->only) {
-        fprintf(stderr, "kbench: step: --only takes chain, lead or dither\n");
+        fprintf(stderr, "kbench: step: --only takes chain, lead, first or dither\n");
         return 2;
     }
     for (int i = 0; i < nn; i++)
