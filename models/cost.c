@@ -69,6 +69,9 @@ static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
         snprintf(c->scan_fill_names[f], 40, "scan_%s_fill_bytes", cost_scan_families[f]);
         const calib_param_t *fill = calib_find(cal, c->scan_fill_names[f]);
         c->scan_fill_bytes[f] = fill ? fill->value : 0;
+        snprintf(c->scan_bit_names[f], 40, "scan_%s_bit_ns", cost_scan_families[f]);
+        const calib_param_t *bit = hwcat_param_unit(c->scan_bit_names[f]) ? calib_find(cal, c->scan_bit_names[f]) : NULL;
+        c->scan_bit_s[f] = bit ? bit->value * 1e-9 : 0;
         snprintf(c->scan_l2_names[f][0], 40, "scan_%s_l2_latency_us", cost_scan_families[f]);
         snprintf(c->scan_l2_names[f][1], 40, "scan_%s_l2_mem_eff", cost_scan_families[f]);
         const calib_param_t *l2 = calib_find(cal, c->scan_l2_names[f][0]);
@@ -509,20 +512,23 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
 }
 
 void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
-               llm_dtype_t t, plan_op_t *op)
+               double bits, llm_dtype_t t, plan_op_t *op)
 {
     if (family < 0 || family >= COST_SCAN_FAMILIES) {
         cost_kernel(c, p, OPKIND_SCAN, bytes, flops, t, op);
         return;
     }
+    double per_bit_s = bits > 0 ? bits * c->scan_bit_s[family] : 0;
+    if (per_bit_s > 0) calib_note(c->cal, c->scan_bit_names[family], bits);
     if (l2) {
-        kernel_op(c, p, c->scan_l2_latency_s[family], c->scan_l2_mem_eff[family],
+        kernel_op(c, p, c->scan_l2_latency_s[family] + per_bit_s, c->scan_l2_mem_eff[family],
                   (const char(*)[40])c->scan_l2_names[family], bytes, flops, t, 0, NULL, op);
         calib_note(c->cal, "l2_bytes", bytes);
         return;
     }
-    kernel_op(c, p, c->scan_latency_s[family], c->scan_mem_eff[family], (const char(*)[40])c->scan_names[family],
-              bytes, flops, t, c->scan_fill_bytes[family], c->scan_fill_names[family], op);
+    kernel_op(c, p, c->scan_latency_s[family] + per_bit_s, c->scan_mem_eff[family],
+              (const char(*)[40])c->scan_names[family], bytes, flops, t, c->scan_fill_bytes[family],
+              c->scan_fill_names[family], op);
 }
 
 void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op)

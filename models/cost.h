@@ -123,6 +123,9 @@ typedef struct cost {
      * this (its grid short of the GPU) takes as long as one over this many */
     double scan_fill_bytes[COST_SCAN_FAMILIES];
     char scan_fill_names[COST_SCAN_FAMILIES][40];
+    /* scan_<family>_bit_ns where the catalogs declare it, else 0: fixed time per index bit of a token */
+    double scan_bit_s[COST_SCAN_FAMILIES];
+    char scan_bit_names[COST_SCAN_FAMILIES][40];
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
@@ -238,9 +241,10 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
  * `l2`: its index was just written and is still in the L2 (the caller checks it fits), so it goes at
  * the family's L2 fixed time and efficiency (its bytes still count against HBM, as top-k's scores
  * do: the engine does not model what stays in L2). Over HBM, a scan of fewer bytes than the family's
- * fill bytes takes as long as one of that many (its grid does not fill the GPU). */
+ * fill bytes takes as long as one of that many (its grid does not fill the GPU). `bits`: the index
+ * bits per token, at the family's fixed time per bit (scan_<family>_bit_ns) on top of its own. */
 void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
-               llm_dtype_t t, plan_op_t *op);
+               double bits, llm_dtype_t t, plan_op_t *op);
 
 /* Attention over `bytes` of winners that the winner fetch has just written and that fit in the L2
  * (the caller checks bytes ≤ l2_bytes): attn_sparse_l2_latency_us + bytes at attn_sparse_l2_mem_eff

@@ -155,6 +155,7 @@ static const hwp_def_t cost_defs[] = {
     NONNEG("scan_landmark_latency_us", "us", "fixed time of a page-landmark scan"),
     POS("scan_landmark_mem_eff", "", "fraction of HBM bandwidth a page-landmark scan reaches"),
     NONNEG("scan_pertoken_fill_bytes", "B", "a per-token packed scan over fewer index bytes than this (its grid short of the GPU) takes as long as one over this many"),
+    NONNEG("scan_pertoken_bit_ns", "ns", "fixed time a per-token packed scan adds per index bit of a token (each block sums its query's channels one after another)"),
     NONNEG("scan_sparq_fill_bytes", "B", "as scan_pertoken_fill_bytes, for SparQ's channel scan"),
     NONNEG("scan_fathom_fill_bytes", "B", "as scan_pertoken_fill_bytes, for Fathom's bit-plane scan"),
     NONNEG("scan_hashattn_fill_bytes", "B", "as scan_pertoken_fill_bytes, for HashAttention's signature scan"),

@@ -123,7 +123,8 @@ static int add_kernel_l2(builder_t *b, int kind, int layer, double bytes, double
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
     if (kind == OPKIND_SCAN) {
         int family = cost_scan_form(cost_scan_family(method_names[c->method]), method_scan_form(b->p->mt));
-        cost_scan(&b->p->cost, &b->p->paths, family, l2, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+        cost_scan(&b->p->cost, &b->p->paths, family, l2, bytes, flops, method_budget_bits(b->p->mt),
+                  (llm_dtype_t)c->kv_dtype, &op);
     } else
         cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
     op.bytes_hbm = bytes;

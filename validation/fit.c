@@ -1754,18 +1754,90 @@ static int scan_fill(fit_t *f, const sel_t *s, const char *label, double *fill, 
     return ERR_OK;
 }
 
+/* A scan family's fixed time per index bit of a token, scan_<family>_bit_ns where the catalogs
+ * declare it (kbench's per-token scan: each block sums its query's channels, in proportion to the
+ * bits, one after another before its tokens; 136 bits took ~0.45 us more than 68 at every n, on
+ * the same bytes-per-second line): t = lat + bits·bit + bytes/(eff·hbm), WLS 1/t², over the
+ * family's HBM scan rows where they hold two bit widths; else 0. *adj then holds copies of the
+ * family's scan rows (from HBM and over an index in L2), in *copies (the caller frees both), with
+ * bits·bit taken off their times, for the family's other fits to read; *adj stays empty where the
+ * catalogs declare no such parameter. */
+static int scan_bit_term(fit_t *f, const sel_t *rows, int fam, kbrow_t **copies, sel_t *adj, err_t *e)
+{
+    char nb[64];
+    snprintf(nb, sizeof nb, "scan_%s_bit_ns", cost_scan_families[fam]);
+    *copies = NULL;
+    if (!hwcat_param_unit(nb)) return ERR_OK;
+    sel_t hs = {0}, all = {0};
+    double blo = INFINITY, bhi = -INFINITY;
+    int rc = ERR_OK;
+    for (size_t j = 0; j < rows->n && !rc; j++) {
+        const kbrow_t *r = rows->v[j];
+        if (r->op != OPKIND_SCAN || row_scan_family(r) != fam || !alone(r) || !strcmp(r->placement, "host")) continue;
+        if (sel_add(&all, r) || (hbm_kernel_row(r) && sel_add(&hs, r))) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        if (hbm_kernel_row(r)) blo = fmin(blo, r->bits), bhi = fmax(bhi, r->bits);
+    }
+    double bit_us = 0, se = 0;
+    double *X = malloc((3 * hs.n + 1) * sizeof *X), *y = malloc((hs.n + 1) * sizeof *y), *w = malloc((hs.n + 1) * sizeof *w);
+    if (!rc && (!X || !y || !w)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    bool two = hs.n >= 4 && bhi > blo;
+    if (!rc && two) {
+        for (size_t i = 0; i < hs.n; i++) {
+            const kbrow_t *r = hs.v[i];
+            X[3 * i] = 1, X[3 * i + 1] = r->bits, X[3 * i + 2] = r->bytes_moved;
+            y[i] = r->t_med_us, w[i] = 1 / (y[i] * y[i]);
+        }
+        lsq_fit_t lf;
+        rc = lsq_wlinear(nb, X, y, w, hs.n, 3, &lf, e);
+        if (!rc && lf.coef[1] > 0) bit_us = lf.coef[1], se = lf.se[1];
+        else if (!rc) note(f, "%s: %.3g +- %.2g ns per bit, not above 0; held at 0", nb, 1e3 * lf.coef[1], 1e3 * lf.se[1]);
+    }
+    free(X), free(y), free(w);
+    if (!rc) {
+        put(f, nb, 1e3 * bit_us, 1e3 * se, blo, bhi, hs.v, hs.n,
+            two ? "t = lat + bits*bit + bytes/(eff*hbm) over the family's HBM rows, WLS 1/t^2 (range: bits)"
+                : "0: the family's rows hold one bit width");
+        *copies = malloc((all.n + 1) * sizeof **copies);
+        if (!*copies) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    for (size_t i = 0; !rc && i < all.n; i++) {
+        (*copies)[i] = *all.v[i];
+        (*copies)[i].t_med_us -= all.v[i]->bits * bit_us;
+        if (sel_add(adj, &(*copies)[i])) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+    }
+    free(hs.v), free(all.v);
+    return rc;
+}
+
+/* The rows' distinct byte counts. */
+static size_t distinct_sizes(const sel_t *s)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t j = 0;
+        while (j < i && s->v[j]->bytes_moved != s->v[i]->bytes_moved) j++;
+        m += j == i;
+    }
+    return m;
+}
+
 /* Each scan family's own fit (models/cost.h), over the HBM scan rows of `rows` (row_scan_family):
- * a method's with three sizes or more its own fixed time and efficiency; another form of a
- * method's scan its efficiency with the method's fixed time (fit_form). Families without rows keep
- * the scan kind's values (scan_lat, scan_eff) through the cost forms' fallback. */
+ * a method's with three sizes or more its own fixed time and efficiency, and so another form of a
+ * method's scan (a kernel of its own, whose fixed time is not the method's: Fathom's kernel 1 took
+ * 10.5 us over 16K-256K where the main one takes 5.7); a form at fewer sizes its efficiency with the
+ * method's fixed time (fit_form). Families without rows keep the scan kind's values (scan_lat,
+ * scan_eff) through the cost forms' fallback. */
 static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double scan_lat, double scan_eff, err_t *e)
 {
     int rc = ERR_OK;
     for (int fam = 0; fam < COST_SCAN_FAMILIES && !rc; fam++) {
-        sel_t fs = {0};
-        for (size_t j = 0; j < rows->n && !rc; j++)
-            if (rows->v[j]->op == OPKIND_SCAN && hbm_kernel_row(rows->v[j]) && row_scan_family(rows->v[j]) == fam &&
-                sel_add(&fs, rows->v[j]))
+        sel_t fs = {0}, adj = {0};
+        kbrow_t *copies = NULL;
+        rc = scan_bit_term(f, rows, fam, &copies, &adj, e);
+        const sel_t *frows = copies ? &adj : rows;
+        for (size_t j = 0; j < frows->n && !rc; j++)
+            if (frows->v[j]->op == OPKIND_SCAN && hbm_kernel_row(frows->v[j]) && row_scan_family(frows->v[j]) == fam &&
+                sel_add(&fs, frows->v[j]))
                 rc = err_set(e, ERR_NOMEM, "fit: out of memory");
         char nl[64], ne[64], label[64], base[64];
         snprintf(nl, sizeof nl, "scan_%s_latency_us", cost_scan_families[fam]);
@@ -1774,7 +1846,8 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
         snprintf(base, sizeof base, "scan_%.*s_latency_us", (int)strcspn(cost_scan_families[fam], "_"), cost_scan_families[fam]);
         double l = scan_lat, ef = scan_eff;
         bool form = strcmp(base, nl) != 0;
-        if (!rc && fs.n && form) rc = fit_form(f, &fs, hbm, base, label, nl, ne, e);
+        if (!rc && fs.n && form && distinct_sizes(&fs) < 3) rc = fit_form(f, &fs, hbm, base, label, nl, ne, e);
+        else if (!rc && fs.n && form) rc = fit_own(f, &fs, get_bytes, 0, hbm, true, label, nl, ne, &l, &ef, e);
         else if (!rc && fs.n) {
             double fill = 0, lo, hi;
             char nf[64];
@@ -1787,8 +1860,8 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
                     fill > 0 ? "the size of the rows' at which t = lat + max(bytes, fill)/(eff*hbm) has the least BIC"
                              : "0: no fill at the rows' sizes lowers the line's BIC");
         }
-        if (!rc && !form) rc = fit_scan_l2(f, rows, fam, hbm, l, ef, e);
-        free(fs.v);
+        if (!rc && !form) rc = fit_scan_l2(f, frows, fam, hbm, l, ef, e);
+        free(fs.v), free(adj.v), free(copies);
     }
     return rc;
 }

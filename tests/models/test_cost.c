@@ -321,7 +321,7 @@ Test(cost, scan_short_of_its_fill_takes_the_fills_time)
         cost_ready(&t, &c, &paths);
         for (int big = 0; big < 2; big++) {
             plan_op_t op = {0};
-            cost_scan(&c, &paths, cost_scan_family("fathom"), false, big ? 8e6 : 1e6, 0, LLM_BF16, &op);
+            cost_scan(&c, &paths, cost_scan_family("fathom"), false, big ? 8e6 : 1e6, 0, 56, LLM_BF16, &op);
             sim_ps_t alone;
             err_t e;
             cr_assert_eq(plan_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
@@ -332,6 +332,44 @@ Test(cost, scan_short_of_its_fill_takes_the_fills_time)
         }
         th_machine_free(&t);
     }
+}
+
+/* A per-token scan's fixed time grows with its bits: lat 4 us, 5 ns a bit, eff 0.5 at 4800 GB/s,
+ * 1 MB: 4 + 136·0.005 + 1e6/2.4e12 s = 4.68 + 0.4167 us at 136 bits, 4.34 + 0.4167 at 68; over an
+ * index in the L2 (lat 3.5, eff 0.6: 1e6/2.88e12 s) the same 0.68 us on top; Fathom's family has no
+ * such term, whatever bits it is given. */
+Test(cost, pertoken_scan_pays_its_bits)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "hbm_GBps", 4800);
+    set(t.cal, "scan_pertoken_latency_us", 4);
+    set(t.cal, "scan_pertoken_mem_eff", 0.5);
+    set(t.cal, "scan_pertoken_fill_bytes", 0);
+    set(t.cal, "scan_pertoken_bit_ns", 5);
+    err_t e;
+    calib_param_t l2lat = {"scan_pertoken_l2_latency_us", 3.5, 0, 1, 0, "us", "fitted: test"};
+    calib_param_t l2eff = {"scan_pertoken_l2_mem_eff", 0.6, 0, 1, 0, "", "fitted: test"};
+    cr_assert_eq(calib_set(t.cal, &l2lat, &e), 0, "%s", e.msg);
+    cr_assert_eq(calib_set(t.cal, &l2eff, &e), 0, "%s", e.msg);
+    set(t.cal, "scan_fathom_latency_us", 6);
+    set(t.cal, "scan_fathom_mem_eff", 0.25);
+    set(t.cal, "scan_fathom_fill_bytes", 0);
+    cost_t c;
+    cost_paths_t paths;
+    cost_ready(&t, &c, &paths);
+    static const struct { const char *fam; bool l2; double bits, want_us; } cases[] = {
+        {"pertoken", false, 136, 4.68 + 1e6 / 2.4e6}, {"pertoken", false, 68, 4.34 + 1e6 / 2.4e6},
+        {"pertoken", true, 136, 4.18 + 1e6 / 2.88e6}, {"fathom", false, 136, 6 + 1e6 / 1.2e6}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        plan_op_t op = {0};
+        cost_scan(&c, &paths, cost_scan_family(cases[i].fam), cases[i].l2, 1e6, 0, cases[i].bits, LLM_BF16, &op);
+        sim_ps_t alone;
+        cr_assert_eq(plan_op_alone_ps(&op, t.sim, &alone, &e), 0, "%s", e.msg);
+        cr_expect(fabs((double)alone * 1e-6 - cases[i].want_us) < 1e-5, "case %zu: %g vs %g us", i,
+                  (double)alone * 1e-6, cases[i].want_us);
+    }
+    th_machine_free(&t);
 }
 
 /* Warps holding a winner, against counting: one winner among 64 scores sits in one of the 2 warps;

@@ -45,6 +45,7 @@ typedef struct out {
     const char *place; /* the placement column (else host for the link suite, hbm for the rest) */
     double p10, p90;   /* > 0: the p10 and p90 written (else 0.98 and 1.03 times the median) */
     int reps;          /* > 0: the repetitions written (else 20) */
+    double bits;       /* > 0: the bits column */
 } out_t;
 
 /* Warps of 32 scores holding one of k winners placed at random among n, averaged over 200 draws
@@ -91,7 +92,7 @@ static void row(out_t *o, const char *suite, const char *op, const char *variant
 #define N(v) ((v) >= 0 ? fprintf(f, "%.0f,", (double)(v)) : fprintf(f, ","))
     N(n_tokens);
     N(o->heads > 0 ? o->heads : n_tokens >= 0 ? 8 : -1);
-    fprintf(f, ",");
+    N(o->bits > 0 ? o->bits : -1);
     N(o->k > 0 ? o->k : -1);
     N(batch);
     N(piece);
@@ -379,8 +380,19 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         }
     o.k = 0;
     o.layout = "full;kernel1";
-    row(&o, "kernels", "scan", "fathom", 65536, -1, -1, -1, -1, -1, "alone", 65536 * 7 * 8,
-        t->kernel_latency_us + 65536 * 7 * 8 / (t->hbm_GBps * 1e3 * t->scan_fathom_v1_mem_eff), -1, "fathom", 1, -1);
+    double v1_lat = t->scan_fathom_v1_latency_us > 0 ? t->scan_fathom_v1_latency_us : t->kernel_latency_us;
+    for (double n = 16384; n <= 262144; n *= 4)
+        if (t->scan_fathom_v1_latency_us > 0 || n == 65536)
+            row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", n * 7 * 8,
+                v1_lat + n * 7 * 8 / (t->hbm_GBps * 1e3 * t->scan_fathom_v1_mem_eff), -1, "fathom", 1, -1);
+    o.layout = "pertoken";
+    for (o.bits = 68; o.bits <= 136 && t->scan_pertoken_bit_ns > 0; o.bits *= 2)
+        for (double n = 4096; n <= 262144; n *= 4) {
+            double b = 8 * n * (o.bits / 8 + 4);
+            row(&o, "kernels", "scan", o.bits > 100 ? "pertoken136" : "pertoken68", n, -1, -1, -1, -1, -1, "alone", b,
+                t->kernel_latency_us + o.bits * t->scan_pertoken_bit_ns * 1e-3 + b / hbm, -1, "pertoken", 1, -1);
+        }
+    o.bits = 0;
     o.layout = NULL;
     /* top-k of k over rows of n scores: a block per 4096 scores of a row, at most 4·132 blocks over
      * all rows; each score of a block costs topk_elem_ns (topk_elem_l2_ns when the rows' scores fit

@@ -8,6 +8,12 @@ typedef struct synth_truth {
     double gather_weight, gather_duplex_coef;
     double kernel_latency_us, kernel_mem_eff, topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns, topk_winner_row_ns, event_us, scan_fathom_v1_mem_eff, ce_handoff_us, ce_handoff_spread_us, rows_Mps_2GiB, heads_rows_Mps[2], heads_new_rows_Mps_4GiB, pt_rows_Mps_4GiB, heads_pt_rows_Mps_4GiB, ce2d_copy_us, zc_scan_eff, attn_dense_block_us, after_rows_Mps_4GiB, heads_after_rows_Mps_4GiB, win_after_rows_Mps_4GiB, win4_flush_rows_Mps_4GiB, win_shuffle_rows_Mps_4GiB, plane128_rows_Mps_1GiB, scan_fathom_l2_latency_us, scan_fathom_l2_mem_eff, scan_fathom_l2_wobble_us, scan_fathom_fill_bytes, topk_row_us, topk_row_l2_us, topk_latency_l2_us, win_hbm_latency_us, win_hbm_mem_eff, gemm_latency_us, gemm_mem_eff, gemm_compute_eff, launch_us;
     int topk_many_rows; /* kbench 3e7ae2b's top-k rows over 256 and 512 rows too */
+    /* > 0: kbench 2a03f8e's Fathom kernel 1 at 16K, 64K and 256K with this fixed time of its own
+     * (else at 64K alone, at kernel_latency_us) */
+    double scan_fathom_v1_latency_us;
+    /* > 0: per-token scans of 68 and 136 bits at 4K-256K, each taking this long per bit of a token on
+     * top of kernel_latency_us (bits·n·8 index bytes and 4 score bytes a token per head at kernel_mem_eff) */
+    double scan_pertoken_bit_ns;
     double graph_launch_us;
     double hbm_GBps;
     double ce_b2b_gap_us, ce2d_page_row_ns, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;

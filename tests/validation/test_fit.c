@@ -389,6 +389,52 @@ Test(fit, scan_fill_where_the_small_scans_are_flat)
     }
 }
 
+/* Another form of a scan (Fathom's kernel 1) at three sizes of the fit set has a line of its own:
+ * the truth's 12 us fixed time (Fathom's main kernel 3) and its efficiency, both within 1%; at one
+ * size, its efficiency with the main kernel's fixed time, as kbench's rows before 2a03f8e gave it. */
+Test(fit, scan_form_at_three_sizes_has_its_own_fixed_time)
+{
+    for (int own = 0; own < 2; own++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.scan_fathom_v1_latency_us = own ? 12 : 0;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, 0, 1);
+        const fit_param_t *l = fit_find(fx.fit, "scan_fathom_v1_latency_us"), *m = fit_find(fx.fit, "scan_fathom_v1_mem_eff");
+        cr_assert(l && m);
+        cr_expect_float_eq(l->value, own ? 12 : t.kernel_latency_us, 0.01 * l->value, "own %d: %g", own, l->value);
+        cr_expect_float_eq(m->value, t.scan_fathom_v1_mem_eff, 0.01 * t.scan_fathom_v1_mem_eff, "own %d: %g", own, m->value);
+        cr_expect(own ? strstr(l->origin, "own") != NULL : strstr(l->origin, "held") != NULL, "own %d: %s", own, l->origin);
+        fixture_free(&fx);
+    }
+}
+
+/* A per-token scan's fixed time per index bit, over rows of 68 and 136 bits: the truth's 5 ns a bit
+ * (0.34 and 0.68 us on a 3 us fixed time) within 1%, and the family's fixed time and efficiency under
+ * it; with noise, within 3 standard errors. */
+Test(fit, pertoken_scan_fixed_time_per_bit)
+{
+    for (int noisy = 0; noisy < 2; noisy++) {
+        synth_truth_t t;
+        synth_default(&t);
+        t.scan_pertoken_bit_ns = 5;
+        fixture_t fx = {0};
+        fit_synthetic(&fx, &t, noisy ? 0.005 : 0, 7);
+        const fit_param_t *b = fit_find(fx.fit, "scan_pertoken_bit_ns");
+        cr_assert(b);
+        double tol = noisy ? 3 * b->stderr_v : 0.01 * 5;
+        cr_expect(fabs(b->value - 5) <= tol, "noisy %d: %g +- %g", noisy, b->value, b->stderr_v);
+        cr_expect(b->stderr_v > 0 && (noisy || b->stderr_v < 0.05), "noisy %d: se %g", noisy, b->stderr_v);
+        if (!noisy) {
+            cr_expect_float_eq(fit_find(fx.fit, "scan_pertoken_latency_us")->value, t.kernel_latency_us,
+                               0.01 * t.kernel_latency_us, "%g", fit_find(fx.fit, "scan_pertoken_latency_us")->value);
+            cr_expect_float_eq(fit_find(fx.fit, "scan_pertoken_mem_eff")->value, t.kernel_mem_eff, 0.01 * t.kernel_mem_eff,
+                               "%g", fit_find(fx.fit, "scan_pertoken_mem_eff")->value);
+        }
+        fixture_free(&fx);
+    }
+}
+
 /* Rows that barely see the slope do not determine the efficiency: an L2 scan of 6 us whose bytes add
  * 2-38 ns (eff 20), its times off the line by +50, -50, +50 ns, gives a positive slope with a
  * standard error past it. The efficiency is held at the family's HBM value (its standard error 0)
