@@ -828,6 +828,14 @@ static int run_only(link_t *L, const char *name)
 int kb_suite_link(const kb_opts_t *o)
 {
     static kb_ts_result_t ts[KB_TS_MAX_RESULTS];
+    if (o->only && !strcmp(o->only, "idle")) {         /* a look: forks, before this process starts CUDA */
+        static kb_ts_idle_t idle[2];
+        int n = kb_timeslice_idle(idle);
+        kb_csv_t *csv = kb_csv_open(o->out_path, "link", "none (time slices only)", o);
+        kb_timeslice_idle_rows(csv, idle, n);
+        kb_csv_close(csv);
+        return n < 2;
+    }
     int n_ts = o->only ? 0 : kb_timeslice_measure(ts, KB_TS_MAX_RESULTS);   /* forks: before this process starts CUDA */
     link_t L;
     memset(&L, 0, sizeof L);

@@ -151,3 +151,165 @@ void kb_timeslice_rows(kb_csv_t *csv, kb_ts_result_t *res, int n)
         }
     }
 }
+
+/* ---- --only idle: does a context keep the GPU while its host turns around? ----------------- */
+
+#define TS_IDLE_KERNELS 150
+#define TS_IDLE_WORK_NS 200000ull    /* each host-driven kernel: 200 us of the whole GPU */
+#define TS_IDLE_OTHER_NS 1000000000ull   /* the other context spins 1 s of its own time */
+
+/* Every thread spins own_ns of running time (gaps past TS_GAP_NS are not its own); thread 0 of
+ * block 0 writes the first and last globaltimer readings to se[0], se[1]. */
+__global__ void work_log_kernel(unsigned long long own_ns, unsigned long long *se)
+{
+    extern __shared__ unsigned int pad[];
+    unsigned long long t0 = gtimer(), last = t0, own = 0;
+    while (own < own_ns) {
+        unsigned long long t = gtimer(), d = t - last;
+        if (d <= TS_GAP_NS)
+            own += d;
+        last = t;
+        pad[threadIdx.x] += (unsigned int)d;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        se[0] = t0;
+        se[1] = last + (pad[0] == 0xffffffffu);   /* pad read: kept live */
+    }
+}
+
+/* Child: TS_IDLE_KERNELS kernels of the whole GPU, each launched after the host saw the one before
+ * end (cudaStreamSynchronize), their [start, end] sent back. Never returns. */
+static void idle_child(int ready_fd, int go_fd, int res_fd)
+{
+    unsigned long long *dse;
+    static unsigned long long se[2 * TS_IDLE_KERNELS];
+    int n = 0;
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaMalloc(&dse, sizeof se));
+    work_log_kernel<<<1, 1, sizeof(unsigned int), s>>>(1000, dse);   /* load the module */
+    CK(cudaStreamSynchronize(s));
+    char c = 'r';
+    kb_write_all(ready_fd, &c, 1);
+    if (kb_read_all(go_fd, &c, 1) == 0) {
+        for (n = 0; n < TS_IDLE_KERNELS; n++) {
+            work_log_kernel<<<4 * kb_sm_count(), 256, 48 * 1024, s>>>(TS_IDLE_WORK_NS, dse + 2 * n);
+            CKL();
+            CK(cudaStreamSynchronize(s));
+        }
+        CK(cudaMemcpy(se, dse, sizeof se, cudaMemcpyDeviceToHost));
+    }
+    kb_write_all(res_fd, &n, sizeof n);
+    kb_write_all(res_fd, se, 2 * sizeof(unsigned long long) * n);
+    _exit(0);
+}
+
+/* The other context: the whole GPU spinning TS_IDLE_OTHER_NS of its own time, its switch-outs
+ * logged (as child() does). Never returns. */
+static void other_child(int ready_fd, int go_fd, int res_fd)
+{
+    unsigned long long *dlog;
+    int *dn, n = 0;
+    static unsigned long long log[2 * TS_MAX_GAPS];
+    CK(cudaMalloc(&dlog, sizeof log));
+    CK(cudaMalloc(&dn, sizeof(int)));
+    char c = 'r';
+    kb_write_all(ready_fd, &c, 1);
+    if (kb_read_all(go_fd, &c, 1) == 0) {
+        spin_log_kernel<<<4 * kb_sm_count(), 256, 48 * 1024>>>(TS_IDLE_OTHER_NS, dlog, TS_MAX_GAPS, dn);
+        CKL();
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(&n, dn, sizeof n, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(log, dlog, 2 * sizeof(unsigned long long) * n, cudaMemcpyDeviceToHost));
+    }
+    kb_write_all(res_fd, &n, sizeof n);
+    kb_write_all(res_fd, log, 2 * sizeof(unsigned long long) * n);
+    _exit(0);
+}
+
+/* The host-driven context alone (with_other 0) or beside a spinning one: its gaps between kernels
+ * (end to next start, us) and its kernels' spans into r. -1 on failure. */
+static int measure_idle(int with_other, kb_ts_idle_t *r)
+{
+    int ready[2], go[2], res[2][2];
+    pid_t pid[2];
+    int nproc = 1 + with_other;
+    if (pipe(ready) || pipe(go))
+        return -1;
+    for (int i = 0; i < nproc; i++) {
+        if (pipe(res[i]))
+            return -1;
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            if (i == 0)
+                idle_child(ready[1], go[0], res[i][1]);
+            other_child(ready[1], go[0], res[i][1]);
+        }
+        close(res[i][1]);
+    }
+    char c, g[2] = {'g', 'g'};
+    for (int i = 0; i < nproc; i++)
+        kb_read_all(ready[0], &c, 1);
+    kb_write_all(go[1], g, nproc);
+    static unsigned long long log[2 * TS_MAX_GAPS];
+    int fail = 0, n = 0;
+    r->other = with_other;
+    r->n = 0;
+    if (kb_read_all(res[0][0], &n, sizeof n) || n < 2 || n > TS_IDLE_KERNELS ||
+        kb_read_all(res[0][0], log, 2 * sizeof(unsigned long long) * n))
+        fail = 1;
+    for (int j = 0; !fail && j + 1 < n; j++) {
+        r->gap_us[r->n] = (log[2 * j + 2] - log[2 * j + 1]) * 1e-3;
+        r->span_us[r->n++] = (log[2 * j + 1] - log[2 * j]) * 1e-3;
+    }
+    if (with_other) {
+        int m = 0;
+        static unsigned long long olog[2 * TS_MAX_GAPS];
+        if (kb_read_all(res[1][0], &m, sizeof m) || m < 0 || m > TS_MAX_GAPS ||
+            kb_read_all(res[1][0], olog, 2 * sizeof(unsigned long long) * m))
+            fail = 1;
+        /* only the host-driven kernels that ran while the other context still spun count */
+        unsigned long long other_last = m > 0 ? olog[2 * m - 1] : 0;
+        int keep = 0;
+        for (int j = 0; !fail && j < r->n; j++)
+            if (log[2 * j + 2] < other_last) {
+                r->gap_us[keep] = r->gap_us[j];
+                r->span_us[keep++] = r->span_us[j];
+            }
+        r->n = keep;
+    }
+    for (int i = 0; i < nproc; i++) {
+        close(res[i][0]);
+        int st;
+        waitpid(pid[i], &st, 0);
+        fail |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);
+    return fail || r->n < 3 ? -1 : 0;
+}
+
+int kb_timeslice_idle(kb_ts_idle_t out[2])
+{
+    int n = 0;
+    for (int w = 0; w < 2; w++)
+        if (measure_idle(w, &out[n]) == 0)
+            n++;
+    return n;
+}
+
+void kb_timeslice_idle_rows(kb_csv_t *csv, kb_ts_idle_t *res, int n)
+{
+    for (int i = 0; i < n; i++) {
+        kb_ts_idle_t *r = &res[i];
+        const char *variant[2] = {r->other ? "idle_gap" : "idle_gap_alone", r->other ? "idle_span" : "idle_span_alone"};
+        double *t[2] = {r->gap_us, r->span_us};
+        for (int v = 0; v < 2; v++) {
+            kb_row_t row = kb_row("timeslice", variant[v]);
+            row.procs = 1 + r->other;
+            row.policy = r->other ? "procs:2" : "procs:1";
+            row.pieces = r->n;
+            row.st = kb_stats(t[v], r->n);
+            kb_csv_row(csv, &row);
+        }
+    }
+}
