@@ -178,13 +178,18 @@ __global__ void work_log_kernel(unsigned long long own_ns, unsigned long long *s
 }
 
 /* Child: TS_IDLE_KERNELS kernels of the whole GPU, each launched after the host saw the one before
- * end (cudaStreamSynchronize), their [start, end] sent back. Never returns. */
+ * end (cudaEventSynchronize), between two events as the concurrency suite times a step: their
+ * [start, end] and the events' elapsed times (us) sent back. Never returns. */
 static void idle_child(int ready_fd, int go_fd, int res_fd)
 {
     unsigned long long *dse;
     static unsigned long long se[2 * TS_IDLE_KERNELS];
+    static double ev_us[TS_IDLE_KERNELS];
     int n = 0;
     cudaStream_t s;
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CK(cudaMalloc(&dse, sizeof se));
     work_log_kernel<<<1, 1, sizeof(unsigned int), s>>>(1000, dse);   /* load the module */
@@ -193,14 +198,20 @@ static void idle_child(int ready_fd, int go_fd, int res_fd)
     kb_write_all(ready_fd, &c, 1);
     if (kb_read_all(go_fd, &c, 1) == 0) {
         for (n = 0; n < TS_IDLE_KERNELS; n++) {
+            CK(cudaEventRecord(a, s));
             work_log_kernel<<<4 * kb_sm_count(), 256, 48 * 1024, s>>>(TS_IDLE_WORK_NS, dse + 2 * n);
             CKL();
-            CK(cudaStreamSynchronize(s));
+            CK(cudaEventRecord(b, s));
+            CK(cudaEventSynchronize(b));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            ev_us[n] = ms * 1e3;
         }
         CK(cudaMemcpy(se, dse, sizeof se, cudaMemcpyDeviceToHost));
     }
     kb_write_all(res_fd, &n, sizeof n);
     kb_write_all(res_fd, se, 2 * sizeof(unsigned long long) * n);
+    kb_write_all(res_fd, ev_us, sizeof(double) * n);
     _exit(0);
 }
 
@@ -252,15 +263,17 @@ static int measure_idle(int with_other, kb_ts_idle_t *r)
         kb_read_all(ready[0], &c, 1);
     kb_write_all(go[1], g, nproc);
     static unsigned long long log[2 * TS_MAX_GAPS];
+    static double ev[TS_IDLE_KERNELS];
     int fail = 0, n = 0;
     r->other = with_other;
     r->n = 0;
     if (kb_read_all(res[0][0], &n, sizeof n) || n < 2 || n > TS_IDLE_KERNELS ||
-        kb_read_all(res[0][0], log, 2 * sizeof(unsigned long long) * n))
+        kb_read_all(res[0][0], log, 2 * sizeof(unsigned long long) * n) || kb_read_all(res[0][0], ev, sizeof(double) * n))
         fail = 1;
-    for (int j = 0; !fail && j + 1 < n; j++) {
+    for (int j = 0; !fail && j + 1 < n; j++) {   /* kernel j + 1 after the gap before it */
         r->gap_us[r->n] = (log[2 * j + 2] - log[2 * j + 1]) * 1e-3;
-        r->span_us[r->n++] = (log[2 * j + 1] - log[2 * j]) * 1e-3;
+        r->span_us[r->n] = (log[2 * j + 3] - log[2 * j + 2]) * 1e-3;
+        r->event_us[r->n++] = ev[j + 1];
     }
     if (with_other) {
         int m = 0;
@@ -274,7 +287,8 @@ static int measure_idle(int with_other, kb_ts_idle_t *r)
         for (int j = 0; !fail && j < r->n; j++)
             if (log[2 * j + 2] < other_last) {
                 r->gap_us[keep] = r->gap_us[j];
-                r->span_us[keep++] = r->span_us[j];
+                r->span_us[keep] = r->span_us[j];
+                r->event_us[keep++] = r->event_us[j];
             }
         r->n = keep;
     }
@@ -301,9 +315,10 @@ void kb_timeslice_idle_rows(kb_csv_t *csv, kb_ts_idle_t *res, int n)
 {
     for (int i = 0; i < n; i++) {
         kb_ts_idle_t *r = &res[i];
-        const char *variant[2] = {r->other ? "idle_gap" : "idle_gap_alone", r->other ? "idle_span" : "idle_span_alone"};
-        double *t[2] = {r->gap_us, r->span_us};
-        for (int v = 0; v < 2; v++) {
+        const char *variant[3] = {r->other ? "idle_gap" : "idle_gap_alone", r->other ? "idle_span" : "idle_span_alone",
+                                  r->other ? "idle_event" : "idle_event_alone"};
+        double *t[3] = {r->gap_us, r->span_us, r->event_us};
+        for (int v = 0; v < 3; v++) {
             kb_row_t row = kb_row("timeslice", variant[v]);
             row.procs = 1 + r->other;
             row.policy = r->other ? "procs:2" : "procs:1";

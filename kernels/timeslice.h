@@ -23,18 +23,20 @@ int kb_timeslice_measure(kb_ts_result_t *out, int max_n);
 void kb_timeslice_rows(kb_csv_t *csv, kb_ts_result_t *res, int n);
 /* --only idle: one context launching 150 kernels of the whole GPU (200 us each), each after the
  * host saw the one before end, alone and beside a context spinning the whole GPU: whether a
- * context keeps the GPU while its host turns around. Its gaps (a kernel's end to the next one's
- * start) and spans (start to end, switch-outs included), microseconds, only those while the other
- * context still spun. */
+ * context keeps the GPU while its host turns around, and when an event recorded before a kernel
+ * fires. Its gaps (a kernel's end to the next one's start), spans (start to end, switch-outs
+ * included) and the elapsed time of the events around each, microseconds, only those while the
+ * other context still spun. */
 #define KB_TS_IDLE_MAX 150
 typedef struct {
     int other;                           /* beside a spinning context */
     int n;
     double gap_us[KB_TS_IDLE_MAX], span_us[KB_TS_IDLE_MAX];
+    double event_us[KB_TS_IDLE_MAX];     /* the events recorded before and after it, elapsed */
 } kb_ts_idle_t;
 /* Measures alone, then beside the other (at most 2 results); must run before this process starts
  * CUDA. Returns how many were measured. */
 int kb_timeslice_idle(kb_ts_idle_t out[2]);
-/* Rows idle_gap / idle_span (beside the other), idle_gap_alone / idle_span_alone. */
+/* Rows idle_gap / idle_span / idle_event (beside the other), and alone (..._alone). */
 void kb_timeslice_idle_rows(kb_csv_t *csv, kb_ts_idle_t *res, int n);
 #endif
