@@ -163,14 +163,9 @@ static int fit_main(int argc, char **argv)
         }
         profile_info_t info = {a.profile ? a.profile : profile, a.heldout, heldout_hash(ho), command};
         if (!a.quiet) print_summary(f);
-        bool as_comments = false;
-        st = profile_write(a.out, f, set, &info, &as_comments, &e);
+        st = profile_write(a.out, f, set, &info, &e);
         if (!st && !a.quiet) printf("\nwrote %s (%zu parameters)\n", a.out, fit_n_params(f));
         if (!st && a.plots) st = plot_fit(a.plots, f, &e);
-        if (!st && as_comments)
-            fprintf(stderr, "odsim fit: models/calib.c rejects the top-level keys sources/residuals/notes, so %s carries "
-                            "them as comments; declare them in calib.c's cprofile_params (CFG_T_NODE, no default) to "
-                            "keep them as YAML\n", a.out);
     }
     fit_free(f);
     calib_free(seed);

@@ -2369,7 +2369,7 @@ static int fit_overhead(fit_t *f, const sel_t *rows, int kind, const char *varia
                  have_variant ? variant : "");
         put(f, name, m, se, 1, 0, s.v, s.n, how);
         for (size_t i = 0; i < s.n; i++) p[i] = m;
-        resid(f, opkind_name(kind), p, v, s.n);
+        resid(f, name, p, v, s.n);
     }
     free(v);
     free(p);

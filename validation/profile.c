@@ -100,40 +100,15 @@ static void emit_sections(FILE *fp, const fit_t *f, const kbset_t *set, const pr
     }
 }
 
-/* The profile as YAML; with sections false, sources/residuals/notes are comment lines (for a
- * calibration loader that accepts only profile, hardware and params). */
-static void profile_emit(FILE *fp, const fit_t *f, const kbset_t *set, const profile_info_t *info, bool sections)
-{
-    emit_params(fp, f, set, info);
-    if (sections) {
-        emit_sections(fp, f, set, info);
-        return;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *ms = open_memstream(&buf, &len);
-    if (ms) {
-        emit_sections(ms, f, set, info);
-        fclose(ms);
-    }
-    fputs("# The provenance sections below are comments: this models/calib.c does not accept them as keys.\n", fp);
-    for (const char *p = buf ? buf : ""; *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        fprintf(fp, "# %.*s\n", (int)n, p);
-        p += n + (nl != NULL);
-    }
-    free(buf);
-}
-
-/* The profile text, with or without real sections. */
-static char *render(const fit_t *f, const kbset_t *set, const profile_info_t *info, bool sections)
+/* The profile text: the parameters, then the provenance sections. */
+static char *render(const fit_t *f, const kbset_t *set, const profile_info_t *info)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *ms = open_memstream(&buf, &len);
     if (!ms) return NULL;
-    profile_emit(ms, f, set, info, sections);
+    emit_params(ms, f, set, info);
+    emit_sections(ms, f, set, info);
     if (fclose(ms)) {
         free(buf);
         return NULL;
@@ -141,23 +116,14 @@ static char *render(const fit_t *f, const kbset_t *set, const profile_info_t *in
     return buf;
 }
 
-int profile_write(const char *path, const fit_t *f, const kbset_t *set, const profile_info_t *info,
-                  bool *as_comments, err_t *e)
+int profile_write(const char *path, const fit_t *f, const kbset_t *set, const profile_info_t *info, err_t *e)
 {
-    *as_comments = false;
-    char *text = render(f, set, info, true);
+    char *text = render(f, set, info);
     if (!text) return err_set(e, ERR_NOMEM, "profile: out of memory");
     calib_t *c = NULL;
-    err_t le;
-    if (calib_load_string(path, text, &c, &le)) {
+    if (calib_load_string(path, text, &c, e)) {
         free(text);
-        text = render(f, set, info, false);
-        if (!text) return err_set(e, ERR_NOMEM, "profile: out of memory");
-        *as_comments = true;
-        if (calib_load_string(path, text, &c, e)) {
-            free(text);
-            return err_prefix(e, "profile: the calibration loader rejects the fitted parameters (nothing written)");
-        }
+        return err_prefix(e, "profile: the calibration loader rejects the profile (nothing written)");
     }
     calib_free(c);
     int rc = atomicio_write(path, text, strlen(text), e);

@@ -27,11 +27,9 @@ typedef struct profile_info {
     const char *command;              /* the command line, for provenance */
 } profile_info_t;
 
-/* Writes the profile to path atomically (whole or not at all), after checking that
- * models/calib.c loads it: with the provenance sections as YAML keys when the loader accepts them,
- * else as comments (*as_comments set: callers say so). Errors: ERR_INVAL (the loader rejects the
- * parameters themselves), ERR_IO, ERR_NOMEM. */
-int profile_write(const char *path, const fit_t *f, const kbset_t *set, const profile_info_t *info,
-                  bool *as_comments, err_t *e);
+/* Writes the profile (parameters, then the provenance sections sources/residuals/notes as YAML)
+ * to path atomically (whole or not at all), after checking that models/calib.c loads it. Errors:
+ * ERR_INVAL (the loader rejects it: nothing written), ERR_IO, ERR_NOMEM. */
+int profile_write(const char *path, const fit_t *f, const kbset_t *set, const profile_info_t *info, err_t *e);
 
 #endif

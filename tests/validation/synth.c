@@ -464,6 +464,7 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
     o.layout = NULL;
     for (int i = 0; i < 20; i++)
         row(&o, "kernels", "launch", "host_enqueue", -1, -1, -1, -1, 1, -1, "alone", -1, t->launch_us, -1, "", 1, -1);
+    row(&o, "kernels", "launch", "copy_enqueue", -1, -1, -1, -1, 1, -1, "alone", -1, 1.5 * t->launch_us, -1, "", 1, -1);
     row(&o, "kernels", "launch", "empty_b2b", -1, -1, -1, -1, 100, -1, "alone", -1, 100 * 1.2, -1, "", 1, -1);
     /* an empty kernel after a kernel, and after a copy: the copy engine's hand-off between them, a
      * uniform over ce_handoff_us ± spread/2 (p10 and p90 at ∓ 0.4 spread; its median off-centre, as
