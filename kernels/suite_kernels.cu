@@ -962,6 +962,56 @@ static void sec_fetch_plans(ks_t *K)
     CK(cudaFree(cmp));
 }
 
+/* --only follow: a kernel timed right after other kernels, as inside a step, against the suite's
+ * way (right after an L2 flush, itself after the same kernel's previous repetition): per-token 136's
+ * and HashAttention's 32K scans from HBM after the flush alone, after a layer's four cuBLAS GEMMs
+ * (batch 1) and the flush, and after a radix top-k over 8 rows of 32K scores and the flush (layout
+ * "<layout>;after_<what>"). The flush last, so their L2 is the same; what differs is which kernels
+ * ran before (inside a step every kernel runs 0.3-0.9 us longer than the suite times it alone). */
+static void sec_follow(ks_t *K)
+{
+    const size_t n = 32768;
+    const kb_model_t *m = kb_model(K->o->model);
+    kb_gemm_t *g = kb_gemm_new(m, 1);
+    kb_topk_ws_t *ws = kb_topk_ws_new(8, n);
+    float *sc = (float *)dalloc(HEADS * QGROUP * n * 4), *tx = (float *)dalloc(8 * n * 4);
+    float *qc = (float *)dalloc(HEADS * 32 * 4);
+    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4), *idx = (uint32_t *)dalloc(8 * 2048 * 4);
+    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    kb_make_normal(tx, 8 * n, 1.0f, 29, K->s);
+    size_t phs = n / 64 * kref_pt_block_bytes(32);
+    static const char *const what[3] = {"after_flush", "after_gemm", "after_topk"};
+    for (int kind = 0; kind < 2; kind++)
+        for (int w = 0; w < 3; w++) {
+            char lay[64];
+            snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[w]);
+            kb_row_t r = kind ? scan_row("hashattn", n, 32 * QGROUP, "hbm", lay, 8.0 * HEADS * QGROUP * n)
+                              : scan_row("pertoken136", n, 136, "hbm", lay, HEADS * (phs + 4.0 * n));
+            if (kind)
+                r.qheads = QGROUP;
+            kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) {
+                if (kind)
+                    kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], qsig, HEADS * QGROUP, n, sc, s);
+                else
+                    kb_scan_pertoken(K->D.d[KB_M_PT136], phs, 32, qc, HEADS, n, sc, s);
+            }, 10, [&](cudaStream_t s) {
+                if (w == 1)
+                    kb_gemm_layer(g, 1, s);
+                if (w == 2)
+                    kb_topk(tx, 8, n, 2048, idx, ws, s);
+                kb_l2_flush(s);
+            });
+            put(K, &r, st, (double)HEADS * n);
+        }
+    CK(cudaFree(sc));
+    CK(cudaFree(tx));
+    CK(cudaFree(qc));
+    CK(cudaFree(qsig));
+    CK(cudaFree(idx));
+    kb_topk_ws_free(ws);
+    kb_gemm_free(g);
+}
+
 int kb_suite_kernels(const kb_opts_t *o)
 {
     ks_t K;
@@ -976,12 +1026,14 @@ int kb_suite_kernels(const kb_opts_t *o)
     static const size_t fetch_ns[] = {1048576, 1572864, 2097152, 3145728, 4194304};
     bool only_fetch = o->only && !strcmp(o->only, "index_fetch");
     bool only_topk = o->only && !strcmp(o->only, "topk_span");
-    if (o->only && !only_fetch && !only_topk) {
-        fprintf(stderr, "kbench: kernels: --only takes index_fetch or topk_span\n");
+    bool only_follow = o->only && !strcmp(o->only, "follow");
+    if (o->only && !only_fetch && !only_topk && !only_follow) {
+        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span or follow\n");
         return 2;
     }
-    K.ns = only_fetch ? fetch_ns : o->quick || only_topk ? quick : full;
-    K.nn = only_fetch ? 5 : only_topk ? 1 : o->quick ? 3 : 8;
+    static const size_t follow_ns[] = {32768};
+    K.ns = only_fetch ? fetch_ns : only_follow ? follow_ns : o->quick || only_topk ? quick : full;
+    K.nn = only_fetch ? 5 : only_topk || only_follow ? 1 : o->quick ? 3 : 8;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {
@@ -1004,6 +1056,8 @@ int kb_suite_kernels(const kb_opts_t *o)
         sec_fetch_plans(&K);
     } else if (only_topk) {
         sec_topk_span(&K);
+    } else if (only_follow) {
+        sec_follow(&K);
     } else {
         sec_launch(&K);
         sec_quantize_flush(&K);
