@@ -973,7 +973,7 @@ static void sec_follow(ks_t *K)
     const size_t n = 32768;
     const kb_model_t *m = kb_model(K->o->model);
     kb_gemm_t *g = kb_gemm_new(m, 1);
-    kb_topk_ws_t *ws = kb_topk_ws_new(8, n);
+    kb_topk_ws_t *ws = kb_topk_ws_new(8, 8 * n);
     float *sc = (float *)dalloc(HEADS * QGROUP * n * 4), *tx = (float *)dalloc(8 * n * 4);
     float *qc = (float *)dalloc(HEADS * 32 * 4);
     uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4), *idx = (uint32_t *)dalloc(8 * 2048 * 4);
