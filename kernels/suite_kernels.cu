@@ -994,7 +994,8 @@ template <class F> static kb_stats_t time_trailing(ks_t *K, F f)
  * "<layout>;after_<what>"). The flush last, so their L2 is the same; what differs is which kernels
  * ran before (inside a step every kernel runs 0.3-0.9 us longer than the suite times it alone);
  * and after the flush with an empty kernel queued behind its second event ("trailing"), as the
- * next stage is in a step. */
+ * next stage is in a step; and after the flush and a 100 us spin of one thread ("after_spin"), as
+ * the step suite starts each repetition. */
 static void sec_follow(ks_t *K)
 {
     const size_t n = 32768;
@@ -1007,9 +1008,9 @@ static void sec_follow(ks_t *K)
     kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
     kb_make_normal(tx, 8 * n, 1.0f, 29, K->s);
     size_t phs = n / 64 * kref_pt_block_bytes(32);
-    static const char *const what[4] = {"after_flush", "after_gemm", "after_topk", "trailing"};
+    static const char *const what[5] = {"after_flush", "after_gemm", "after_topk", "trailing", "after_spin"};
     for (int kind = 0; kind < 2; kind++)
-        for (int w = 0; w < 4; w++) {
+        for (int w = 0; w < 5; w++) {
             char lay[64];
             snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[w]);
             kb_row_t r = kind ? scan_row("hashattn", n, 32 * QGROUP, "hbm", lay, 8.0 * HEADS * QGROUP * n)
@@ -1028,6 +1029,8 @@ static void sec_follow(ks_t *K)
                 if (w == 2)
                     kb_topk(tx, 8, n, 2048, idx, ws, s);
                 kb_l2_flush(s);
+                if (w == 4)
+                    kb_spin(100, s);
             });
             put(K, &r, st, (double)HEADS * n);
         }
