@@ -57,6 +57,8 @@ struct ctx {
     sim_ps_t busy_ps;        /* total launch time */
     run_t *launching;        /* the run whose next op is being launched (NULL: idle) */
     run_t *q_head, *q_tail;
+    sim_ps_t slice_debt_ps;  /* processes: how far its last slice ran past its length (an op in
+                              * flight is not preempted): taken off its next slice */
 };
 
 /* Waiting GPU ops of other contexts under time slicing, FIFO. */
@@ -70,6 +72,7 @@ struct gpu {
     ctx_t *owner;            /* processes: context whose kernels hold the GPU (NULL: idle or switching) */
     uint32_t owner_running;
     sim_ps_t slice_start;    /* processes: when the owner got the GPU */
+    sim_ps_t slice_ps;       /* processes: the owner's slice, timeslice_ps less its debt */
     ctx_t *last_owner;       /* processes: the context the GPU holds the state of */
     bool switching;          /* processes: passing to the next waiting context */
     gpu_wait_t waits;
@@ -562,7 +565,7 @@ static bool sliced(const exec_t *x, const xop_t *o) { return x->cfg.mode == EXEC
 static bool gpu_admits(const exec_t *x, const gpu_t *g, const ctx_t *c)
 {
     if (g->switching || g->owner != c) return false;
-    return g->waits.head >= g->waits.n || sim_now(x->sim) - g->slice_start < x->cfg.timeslice_ps;
+    return g->waits.head >= g->waits.n || sim_now(x->sim) - g->slice_start < g->slice_ps;
 }
 
 static void gpu_wait(exec_t *x, gpu_t *g, xop_t *o)
@@ -578,6 +581,8 @@ static void gpu_grant(exec_t *x, gpu_t *g, ctx_t *c)
     sim_ps_t now = sim_now(x->sim);
     g->owner = g->last_owner = c;
     g->slice_start = now;
+    g->slice_ps = x->cfg.timeslice_ps - (c->slice_debt_ps < x->cfg.timeslice_ps ? c->slice_debt_ps : x->cfg.timeslice_ps);
+    c->slice_debt_ps = 0;
     gpu_wait_t *w = &g->waits;
     size_t n_go = 0, keep = w->head;
     for (size_t i = w->head; i < w->n; i++) n_go += w->ops[i]->run->ctx == c;
@@ -623,10 +628,14 @@ static void gpu_pass(exec_t *x, gpu_t *g, ctx_t *c, xop_t *o)
     if (sim_at(x->sim, sim_now(x->sim) + x->cfg.ctx_switch_ps, switch_done, g, &e)) fail_err(x, &e);
 }
 
-/* The owner has no op in flight: the longest-waiting context gets the GPU, if any. */
+/* The owner has no op in flight: the longest-waiting context gets the GPU, if any. The GPU
+ * preempts a context at its slice's end; here the op in flight runs on, and what the slice ran
+ * past its length comes off the context's next slice, so that its share over slices is the same. */
 static void gpu_release(exec_t *x, gpu_t *g)
 {
     if (g->owner_running || g->switching || !g->owner) return;
+    sim_ps_t used = sim_now(x->sim) - g->slice_start;
+    if (g->waits.head < g->waits.n && used > g->slice_ps) g->owner->slice_debt_ps = used - g->slice_ps;
     g->owner = NULL;
     if (g->waits.head < g->waits.n) gpu_pass(x, g, g->waits.ops[g->waits.head]->run->ctx, NULL);
 }

@@ -12,7 +12,9 @@
  *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their GPU work,
  *     kernels and copies alike, is time-sliced: contexts never overlap; the owner's ops start while
  *     no other context waits or its slice (timeslice_ps) lasts; then, once its ops in flight are
- *     done (ops are not preempted), the longest-waiting context gets the GPU after ctx_switch_ps;
+ *     done (ops are not preempted; what a slice runs past its length comes off the context's next
+ *     one, as the GPU's preemption keeps each slice to its length), the longest-waiting context
+ *     gets the GPU after ctx_switch_ps;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
  *     share one launch thread per GPU (a serving process per GPU), MPS clients have one each;
  *   - with gathers_exclusive, a GPU op whose SMs read host memory (an SM gather) and the other

@@ -191,6 +191,28 @@ Test(exec, processes_take_time_slices_and_pay_switches)
     }
 }
 
+/* What a slice runs past its length comes off the context's next one: two processes, each one step
+ * of forty 0.3 s ops on a resource of its own, a 1 s slice and a 0.1 s switch. A slice of 1 s runs
+ * ops starting at 0, 0.3, 0.6 and 0.9 s (1.2 s, 0.2 past it); the next, 0.8 s long, three (0.9 s,
+ * 0.1 past); the next, 0.9 s, three (0.9 s, none past); then 1 s again: ten ops every three slices,
+ * twelve slices a context, 24 in all and 23 switches: the last op ends at 24 + 2.3 = 26.3 s. With
+ * every slice at its full length each would run four ops: 20 slices, 19 switches, 25.9 s. */
+Test(exec, a_slice_past_its_length_shortens_the_next)
+{
+    world_t w;
+    world_init(&w, EXEC_PROCESSES, 0);
+    world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                         .timeslice_ps = 1000000 * SIM_PS_PER_US, .ctx_switch_ps = 100000 * SIM_PS_PER_US});
+    w.toy.n_ops = 40;
+    w.toy.bytes = 0.3e9;
+    toy_t toys[2];
+    add_sessions(&w, 2, toys, 1);
+    toys[1].res = w.other;
+    world_run(&w);
+    cr_assert_float_eq(exec_stats(w.x)->last_token_s, 26.3, 1e-9, "%.9g", exec_stats(w.x)->last_token_s);
+    world_free(&w);
+}
+
 /* The p50 and p99 of 20000 steps of one op, 0.5 s of latency and 0.5 s of work (1 s alone), run as
  * exec (a kernel or a copy) and moving bytes_host over the host link, under jitter cfg (seed 7). */
 static void jitter_steps(exec_config_t cfg, plan_exec_t exec, double bytes_host, double *p50, double *p99, double *min)
