@@ -215,6 +215,19 @@ static void chain_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c
     kb_session_free(S);
 }
 
+/* The 32K steps of methods ms[3], index in HBM, with the lead spin as the suite's (*lead 0) and
+ * then changed (*lead 1). */
+static void lead_pairs(st_t *X, const kb_layer_data_t *D, const kb_method_t ms[3], int *lead)
+{
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < 3; i++) {
+            *lead = f;
+            kb_step_cfg_t c = {ms[i], KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
+            run_case(X, D, &c);
+        }
+    *lead = 0;
+}
+
 int kb_suite_step(const kb_opts_t *o)
 {
     st_t X;
@@ -260,26 +273,14 @@ int kb_suite_step(const kb_opts_t *o)
     } else if (o->only && !strcmp(o->only, "lead")) {
         /* the step's first stage after a one-thread spin and after one that fills the GPU */
         static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
-        for (int f = 0; f < 2; f++)
-            for (int i = 0; i < 3; i++) {
-                X.fill_lead = f;
-                kb_step_cfg_t c = {ms[i], KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
-                run_case(&X, &D, &c);
-            }
-        X.fill_lead = 0;
+        lead_pairs(&X, &D, ms, &X.fill_lead);
         nn = 0;
     } else if (o->only && !strcmp(o->only, "first")) {
         /* the 32K steps whose first stage is a scan from HBM, as the suite times them and with an
          * L2 flush before the lead spin: does the step before leave the first stage slower than
          * the kernels suite's rows (each after a flush) time it? */
         static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_LM16};
-        for (int f = 0; f < 2; f++)
-            for (int i = 0; i < 3; i++) {
-                X.flush_lead = f;
-                kb_step_cfg_t c = {ms[i], KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
-                run_case(&X, &D, &c);
-            }
-        X.flush_lead = 0;
+        lead_pairs(&X, &D, ms, &X.flush_lead);
         nn = 0;
     } else if (o->only && !strcmp(o->only, "dither")) {
         /* the steps whose scan follows a copy-engine index copy, with the lead spin fixed and

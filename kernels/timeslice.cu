@@ -52,9 +52,9 @@ __global__ void spin_log_kernel(unsigned long long own_ns, unsigned long long *l
         *n_out = (n < max ? n : max) + (pad[0] == 0xffffffffu);   /* pad read: kept live */
 }
 
-/* Child: start CUDA, say ready, wait for go, spin (one thread, or the whole GPU), send the gap log.
- * Never returns. */
-static void child(int full, int ready_fd, int go_fd, int res_fd)
+/* Child: start CUDA, say ready, wait for go, spin own_ns of its own time (one thread, or the whole
+ * GPU), send the gap log. Never returns. */
+static void child(int full, unsigned long long own_ns, int ready_fd, int go_fd, int res_fd)
 {
     unsigned long long *dlog;
     int *dn, n = 0;
@@ -66,7 +66,7 @@ static void child(int full, int ready_fd, int go_fd, int res_fd)
     if (kb_read_all(go_fd, &c, 1) == 0) {
         int blocks = full ? 4 * kb_sm_count() : 1, threads = full ? 256 : 1;
         size_t smem = full ? 48 * 1024 : sizeof(unsigned int);
-        spin_log_kernel<<<blocks, threads, smem>>>(TS_OWN_NS, dlog, TS_MAX_GAPS, dn);
+        spin_log_kernel<<<blocks, threads, smem>>>(own_ns, dlog, TS_MAX_GAPS, dn);
         CKL();
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(&n, dn, sizeof n, cudaMemcpyDeviceToHost));
@@ -89,7 +89,7 @@ static int measure(int N, int full, kb_ts_result_t *r)
             return -1;
         pid[i] = fork();
         if (pid[i] == 0)
-            child(full, ready[1], go[0], res[i][1]);
+            child(full, TS_OWN_NS, ready[1], go[0], res[i][1]);
         close(res[i][1]);
     }
     char c, g[KB_TS_MAX_PROCS];
@@ -215,29 +215,6 @@ static void idle_child(int ready_fd, int go_fd, int res_fd)
     _exit(0);
 }
 
-/* The other context: the whole GPU spinning TS_IDLE_OTHER_NS of its own time, its switch-outs
- * logged (as child() does). Never returns. */
-static void other_child(int ready_fd, int go_fd, int res_fd)
-{
-    unsigned long long *dlog;
-    int *dn, n = 0;
-    static unsigned long long log[2 * TS_MAX_GAPS];
-    CK(cudaMalloc(&dlog, sizeof log));
-    CK(cudaMalloc(&dn, sizeof(int)));
-    char c = 'r';
-    kb_write_all(ready_fd, &c, 1);
-    if (kb_read_all(go_fd, &c, 1) == 0) {
-        spin_log_kernel<<<4 * kb_sm_count(), 256, 48 * 1024>>>(TS_IDLE_OTHER_NS, dlog, TS_MAX_GAPS, dn);
-        CKL();
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(&n, dn, sizeof n, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(log, dlog, 2 * sizeof(unsigned long long) * n, cudaMemcpyDeviceToHost));
-    }
-    kb_write_all(res_fd, &n, sizeof n);
-    kb_write_all(res_fd, log, 2 * sizeof(unsigned long long) * n);
-    _exit(0);
-}
-
 /* The host-driven context alone (with_other 0) or beside a spinning one: its gaps between kernels
  * (end to next start, us) and its kernels' spans into r. -1 on failure. */
 static int measure_idle(int with_other, kb_ts_idle_t *r)
@@ -254,7 +231,7 @@ static int measure_idle(int with_other, kb_ts_idle_t *r)
         if (pid[i] == 0) {
             if (i == 0)
                 idle_child(ready[1], go[0], res[i][1]);
-            other_child(ready[1], go[0], res[i][1]);
+            child(1, TS_IDLE_OTHER_NS, ready[1], go[0], res[i][1]);   /* the other: the whole GPU */
         }
         close(res[i][1]);
     }
