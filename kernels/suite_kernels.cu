@@ -505,19 +505,22 @@ static void sec_topk(ks_t *K)
     CK(cudaFree(idx));
 }
 
-/* Sparse attention over k gathered rows (interleaved, in HBM), g = 4: the
- * partial kernel alone, as the step's attn_sparse stage (its combine runs in
- * attn_tail). l2: before each repetition the L2 is flushed and the winners
- * rewritten from win2, so they sit in L2 as after the step's winner gather. */
+/* Sparse attention over k gathered rows (interleaved, in HBM) per head: the partial kernel alone,
+ * as the step's attn_sparse stage (its combine runs in attn_tail). g = 4 over the 8 KV heads'
+ * winners, or g = 1 over each of the 32 query heads' own (HashAttention's shape, layout ";qh": 4x
+ * the rows at a quarter of the arithmetic per row, and 4x the blocks). l2: before each repetition
+ * the L2 is flushed and the winners rewritten from win2, so they sit in L2 as after the step's
+ * winner gather. */
 static void sparse_attn_row(ks_t *K, queries_t *Q, uint16_t *win, const uint16_t *win2, int k,
-                            int l2)
+                            int l2, int qh)
 {
-    int ns = kb_attn_splits(k, HEADS);
-    size_t wb = (size_t)HEADS * k * 2 * KREF_D * 2;
-    void *part = dalloc(kb_attn_part_bytes(HEADS, ns, QGROUP));
+    int heads = qh ? HEADS * QGROUP : HEADS, g = qh ? 1 : QGROUP;
+    int ns = kb_attn_splits(k, heads);
+    size_t wb = (size_t)heads * k * 2 * KREF_D * 2;
+    void *part = dalloc(kb_attn_part_bytes(heads, ns, g));
     auto partial = [&](cudaStream_t s) {
-        kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, QGROUP, HEADS, k, ns,
-                        0, ns, part, s);
+        kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, g, heads, k, ns, 0,
+                        ns, part, s);
     };
     auto rewrite = [&](cudaStream_t s) {
         kb_l2_flush(s);
@@ -525,14 +528,16 @@ static void sparse_attn_row(ks_t *K, queries_t *Q, uint16_t *win, const uint16_t
     };
     kb_stats_t st = l2 ? time_it_prep(K, partial, 10, rewrite) : time_it(K, partial, 10, 1);
     kb_row_t r = kb_row("attn_sparse", "splitk");
+    static const char *layouts[2][2] = {{"interleaved", "interleaved;l2"},
+                                        {"interleaved;qh", "interleaved;qh;l2"}};
     r.k = k;
-    r.heads = HEADS;
-    r.qheads = QGROUP;
+    r.heads = heads;
+    r.qheads = g;
     r.placement = "hbm";
-    r.layout = l2 ? "interleaved;l2" : "interleaved";
-    r.bytes_moved = (double)HEADS * k * 512;
+    r.layout = layouts[qh][l2];
+    r.bytes_moved = (double)heads * k * 512;
     r.ref_gbps = kb_ceil.hbm_gbps;
-    put(K, &r, st, (double)HEADS * k);
+    put(K, &r, st, (double)heads * k);
     CK(cudaFree(part));
 }
 
@@ -542,7 +547,8 @@ static void sec_winners_attn(ks_t *K, queries_t *Q)
     int kmax = 4096, ks[] = {256, 1024, 2048, 4096};
     uint32_t *idx = (uint32_t *)dalloc(HEADS * kmax * 4);
     uint64_t *off = (uint64_t *)dalloc(HEADS * kmax * 2 * 8);
-    uint16_t *win = (uint16_t *)dalloc((size_t)HEADS * kmax * 2 * KREF_D * 2);
+    size_t win_bytes = (size_t)HEADS * QGROUP * kmax * 2 * KREF_D * 2;   /* the query heads' own */
+    uint16_t *win = (uint16_t *)dalloc(win_bytes);
     uint32_t *hidx = (uint32_t *)malloc(HEADS * kmax * 4);
     struct {
         const char *name;
@@ -588,12 +594,12 @@ static void sec_winners_attn(ks_t *K, queries_t *Q)
             }
     }
     /* sparse attention over the gathered rows: cold, and just rewritten (in L2) */
-    uint16_t *win2 = (uint16_t *)dalloc((size_t)HEADS * kmax * 2 * KREF_D * 2);
-    CK(cudaMemcpyAsync(win2, win, (size_t)HEADS * kmax * 2 * KREF_D * 2, cudaMemcpyDeviceToDevice,
-                       K->s));
-    for (int ki = 0; ki < 4; ki++)
-        for (int l2 = 0; l2 < 2; l2++)
-            sparse_attn_row(K, Q, win, win2, ks[ki], l2);
+    uint16_t *win2 = (uint16_t *)dalloc(win_bytes);
+    CK(cudaMemcpyAsync(win2, win, win_bytes, cudaMemcpyDeviceToDevice, K->s));
+    for (int qh = 0; qh < 2; qh++)
+        for (int ki = 0; ki < 4; ki++)
+            for (int l2 = 0; l2 < 2; l2++)
+                sparse_attn_row(K, Q, win, win2, ks[ki], l2, qh);
     CK(cudaFree(win2));
     free(hidx);
     CK(cudaFree(idx));
