@@ -509,8 +509,10 @@ static void sec_topk(ks_t *K)
  * as the step's attn_sparse stage (its combine runs in attn_tail). g = 4 over the 8 KV heads'
  * winners, or g = 1 over each of the 32 query heads' own (HashAttention's shape, layout ";qh": 4x
  * the rows at a quarter of the arithmetic per row, and 4x the blocks). l2: before each repetition
- * the L2 is flushed and the winners rewritten from win2, so they sit in L2 as after the step's
- * winner gather. */
+ * the L2 is flushed and the winners rewritten, so they sit in L2 as after the step's winner gather:
+ * copied from win2 (g = 4), or set by a memset (qh: a copy would stream twice their 16-32 MiB through
+ * the 60 MiB L2, and kbench e6617d4's copy left the qh rows at k = 2048 slower than the step's
+ * attention after its gather, 11.8 us against 10.7, and at 4096 slower than cold). */
 static void sparse_attn_row(ks_t *K, queries_t *Q, uint16_t *win, const uint16_t *win2, int k,
                             int l2, int qh)
 {
@@ -524,7 +526,10 @@ static void sparse_attn_row(ks_t *K, queries_t *Q, uint16_t *win, const uint16_t
     };
     auto rewrite = [&](cudaStream_t s) {
         kb_l2_flush(s);
-        CK(cudaMemcpyAsync(win, win2, wb, cudaMemcpyDeviceToDevice, s));
+        if (qh)
+            CK(cudaMemsetAsync(win, 0x3b, wb, s));
+        else
+            CK(cudaMemcpyAsync(win, win2, wb, cudaMemcpyDeviceToDevice, s));
     };
     kb_stats_t st = l2 ? time_it_prep(K, partial, 10, rewrite) : time_it(K, partial, 10, 1);
     kb_row_t r = kb_row("attn_sparse", "splitk");
@@ -1066,13 +1071,15 @@ int kb_suite_kernels(const kb_opts_t *o)
     bool only_fetch = o->only && !strcmp(o->only, "index_fetch");
     bool only_topk = o->only && !strcmp(o->only, "topk_span");
     bool only_follow = o->only && !strcmp(o->only, "follow");
-    if (o->only && !only_fetch && !only_topk && !only_follow) {
-        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span or follow\n");
+    /* --only attn: the sparse attention rows alone (both shapes, cold and in L2; no fetch rows) */
+    bool only_attn = o->only && !strcmp(o->only, "attn");
+    if (o->only && !only_fetch && !only_topk && !only_follow && !only_attn) {
+        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span, follow or attn\n");
         return 2;
     }
     static const size_t follow_ns[] = {32768};
-    K.ns = only_fetch ? fetch_ns : only_follow ? follow_ns : o->quick || only_topk ? quick : full;
-    K.nn = only_fetch ? 5 : only_topk || only_follow ? 1 : o->quick ? 3 : 8;
+    K.ns = only_fetch ? fetch_ns : only_follow || only_attn ? follow_ns : o->quick || only_topk ? quick : full;
+    K.nn = only_fetch ? 5 : only_topk || only_follow || only_attn ? 1 : o->quick ? 3 : 8;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {
@@ -1097,6 +1104,8 @@ int kb_suite_kernels(const kb_opts_t *o)
         sec_topk_span(&K);
     } else if (only_follow) {
         sec_follow(&K);
+    } else if (only_attn) {
+        sec_winners_attn(&K, &Q);   /* n = 32K: below every winner fetch's n, so attention alone */
     } else {
         sec_launch(&K);
         sec_quantize_flush(&K);
