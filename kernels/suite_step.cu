@@ -175,8 +175,8 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
 }
 
 /* The body's time from an event after a spin (the GPU busy, as in time_steps) to an event after it,
- * over the repetitions more_reps gives a step. */
-template <typename F> static kb_stats_t time_window(st_t *X, F body)
+ * over the repetitions more_reps gives a step; `flush`: an L2 flush before each spin. */
+template <typename F> static kb_stats_t time_window(st_t *X, F body, int flush = 0)
 {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -187,6 +187,8 @@ template <typename F> static kb_stats_t time_window(st_t *X, F body)
     double spent = 0;
     int r = 0;
     while (more_reps(r, spent, KB_STEP_REPS, X->o->quick)) {
+        if (flush)
+            kb_l2_flush(X->s);
         lead_spin(X);
         CK(cudaEventRecord(a, X->s));
         body();
@@ -242,6 +244,35 @@ static void lead_pairs(st_t *X, const kb_layer_data_t *D, const kb_method_t ms[3
             run_case(X, D, &c);
         }
     *lead = 0;
+}
+
+/* --only stage: the 32K steps of ms[3] (index in HBM) as the suite times them, then each of their
+ * stages alone in the same session, on the same buffers: after the lead spin (policy
+ * `<fetch>;stage_alone`) and after an L2 flush and the spin (`<fetch>;stage_flush`). Does a kernel
+ * take its in-step time because of where it runs (the session's buffers) or because of what runs
+ * before it (the step's other stages)? */
+static void stage_alone_case(st_t *X, const kb_layer_data_t *D, kb_method_t m)
+{
+    kb_step_cfg_t c = {m, KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
+    run_case(X, D, &c);
+    kb_session_t *S = kb_session_new(D, &c, X->gemm);
+    kb_session_step(S, X->s, NULL);
+    const char *ops[KB_STEP_MAX_STAGES];
+    int nst = kb_session_stages(S, ops);
+    for (int flush = 0; flush < 2; flush++)
+        for (int i = 0; i < nst; i++) {
+            kb_stats_t st = time_window(X, [&]() {
+                kb_session_stage(S, X->s, i);
+            }, flush);
+            kb_row_t r = case_row(ops[i], &c, D->qgroup);
+            r.variant = kb_method_name(m);
+            char pol[64];
+            snprintf(pol, sizeof pol, "%s;%s", r.policy, flush ? "stage_flush" : "stage_alone");
+            r.policy = pol;
+            r.st = st;
+            kb_csv_row(X->csv, &r);
+        }
+    kb_session_free(S);
 }
 
 int kb_suite_step(const kb_opts_t *o)
@@ -311,8 +342,13 @@ int kb_suite_step(const kb_opts_t *o)
                 }
         X.fixed_lead = 0;
         nn = 0;
+    } else if (o->only && !strcmp(o->only, "stage")) {
+        static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
+        for (int i = 0; i < 3; i++)
+            stage_alone_case(&X, &D, ms[i]);
+        nn = 0;
     } else if (o->only) {
-        fprintf(stderr, "kbench: step: --only takes chain, lead, first or dither\n");
+        fprintf(stderr, "kbench: step: --only takes chain, lead, first, dither or stage\n");
         return 2;
     }
     for (int i = 0; i < nn; i++)
