@@ -30,6 +30,7 @@ typedef struct {
     int fill_lead;             /* the lead spin fills the GPU (else one thread) */
     int fixed_lead;            /* the lead spin is not dithered */
     int flush_lead;            /* an L2 flush before the lead spin (as the kernels suite's rows) */
+    int long_lead;             /* the lead spin 1 ms: the host has queued the whole step before it ends */
     uint64_t dither;           /* splitmix64 state of the dither */
 } st_t;
 
@@ -49,7 +50,7 @@ static double dither_u(uint64_t *x)
  * measures that phase, not the hand-off's spread. */
 static void lead_spin(st_t *X)
 {
-    double us = STEP_LEAD_US + (X->fixed_lead ? 0 : STEP_DITHER_US * dither_u(&X->dither));
+    double us = (X->long_lead ? 1000 : STEP_LEAD_US) + (X->fixed_lead ? 0 : STEP_DITHER_US * dither_u(&X->dither));
     if (X->flush_lead)
         kb_l2_flush(X->s);
     if (X->fill_lead)
@@ -151,9 +152,9 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
     double link = kb_session_link_bytes(S);
     kb_row_t r = case_row("layer_step", c, D->qgroup);
     char lpol[64];
-    if (X->fill_lead || X->fixed_lead || X->flush_lead) {
+    if (X->fill_lead || X->fixed_lead || X->flush_lead || X->long_lead) {
         snprintf(lpol, sizeof lpol, "%s;lead:%s", r.policy,
-                 X->fill_lead ? "fill" : X->fixed_lead ? "fixed" : "flush");
+                 X->fill_lead ? "fill" : X->fixed_lead ? "fixed" : X->flush_lead ? "flush" : "long");
         r.policy = lpol;
     }
     r.st = kb_stats(total, reps);
@@ -342,13 +343,19 @@ int kb_suite_step(const kb_opts_t *o)
                 }
         X.fixed_lead = 0;
         nn = 0;
+    } else if (o->only && !strcmp(o->only, "long")) {
+        /* the 32K steps after a 1 ms lead spin: is a stage slower in the step than alone because the
+         * host is still queueing the step's later stages while it runs? */
+        static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
+        lead_pairs(&X, &D, ms, &X.long_lead);
+        nn = 0;
     } else if (o->only && !strcmp(o->only, "stage")) {
         static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
         for (int i = 0; i < 3; i++)
             stage_alone_case(&X, &D, ms[i]);
         nn = 0;
     } else if (o->only) {
-        fprintf(stderr, "kbench: step: --only takes chain, lead, first, dither or stage\n");
+        fprintf(stderr, "kbench: step: --only takes chain, lead, first, dither, stage or long\n");
         return 2;
     }
     for (int i = 0; i < nn; i++)
