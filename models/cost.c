@@ -116,6 +116,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
         F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
         F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
+        F("attn_sparse_qh_latency_us", attn_qh_latency_s, 1e-6), F("attn_sparse_qh_mem_eff", attn_qh_mem_eff, 1),
+        F("attn_sparse_qh_l2_latency_us", attn_qh_l2_latency_s, 1e-6), F("attn_sparse_qh_l2_mem_eff", attn_qh_l2_mem_eff, 1),
         F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
         F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
         F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
@@ -531,18 +533,25 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
               c->scan_fill_names[family], op);
 }
 
-void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op)
+void cost_attn_qh(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t, plan_op_t *op)
+{
+    static const char names[2][40] = {"attn_sparse_qh_latency_us", "attn_sparse_qh_mem_eff"};
+    kernel_op(c, p, c->attn_qh_latency_s, c->attn_qh_mem_eff, names, bytes, flops, t, 0, NULL, op);
+}
+
+void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, bool qh, plan_op_t *op)
 {
     op->exec = PLAN_EXEC_GPU;
     op->n_uses = 0;
     op->cost.work = bytes;
-    op->cost.cap_rate = c->attn_l2_mem_eff * c->hbm_Bps;   /* its own rate: the bytes do not cross HBM */
+    /* its own rate: the bytes do not cross HBM */
+    op->cost.cap_rate = (qh ? c->attn_qh_l2_mem_eff : c->attn_l2_mem_eff) * c->hbm_Bps;
     sm_share(c, p, op->cost.cap_rate, op);
-    op->cost.latency_ps = cost_ps(c->attn_l2_latency_s);
+    op->cost.latency_ps = cost_ps(qh ? c->attn_qh_l2_latency_s : c->attn_l2_latency_s);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
-    calib_note(c->cal, "attn_sparse_l2_latency_us", NAN);
-    calib_note(c->cal, "attn_sparse_l2_mem_eff", NAN);
+    calib_note(c->cal, qh ? "attn_sparse_qh_l2_latency_us" : "attn_sparse_l2_latency_us", NAN);
+    calib_note(c->cal, qh ? "attn_sparse_qh_l2_mem_eff" : "attn_sparse_l2_mem_eff", NAN);
     calib_note(c->cal, "l2_bytes", bytes);
     calib_note(c->cal, "launch_us", NAN);
 }

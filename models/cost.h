@@ -17,7 +17,8 @@
  *                                   latency and mem_eff per kernel kind (<kind>_latency_us, <kind>_mem_eff)
  *                                   where declared, top-k topk_latency with kernel_mem_eff, else kernel_*;
  *                                   scans per family (scan_<family>_latency_us, scan_<family>_mem_eff);
- *                                   attention over winners still in L2 its own (cost_attn_l2)
+ *                                   attention over winners still in L2 its own (cost_attn_l2), and
+ *                                   over each query head's own winners (g = 1) its own pair of each
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
  *   top-k (cost_topk):              topk_latency(_l2) + topk_elem(_l2)·n/blocks_per_row + topk_row(_l2)·rows
  *                                   + topk_winner·rows·(warps holding a winner) + topk_winner_row·(a row's
@@ -127,6 +128,8 @@ typedef struct cost {
     double scan_bit_s[COST_SCAN_FAMILIES];
     char scan_bit_names[COST_SCAN_FAMILIES][40];
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
+    double attn_qh_latency_s, attn_qh_mem_eff;                /* over each query head's own winners */
+    double attn_qh_l2_latency_s, attn_qh_l2_mem_eff;
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
@@ -248,9 +251,14 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
 
 /* Attention over `bytes` of winners that the winner fetch has just written and that fit in the L2
  * (the caller checks bytes ≤ l2_bytes): attn_sparse_l2_latency_us + bytes at attn_sparse_l2_mem_eff
- * of the HBM bandwidth as the op's own rate, HBM itself untouched. Concurrent sessions' traffic
- * between the fetch and the attention, which could evict the winners, is not modelled. */
-void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op);
+ * of the HBM bandwidth as the op's own rate, HBM itself untouched; `qh` (each query head attends its
+ * own winners, g = 1) at attn_sparse_qh_l2_*. Concurrent sessions' traffic between the fetch and the
+ * attention, which could evict the winners, is not modelled. */
+void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, bool qh, plan_op_t *op);
+
+/* As cost_kernel for attention over each query head's own winners from HBM (g = 1: a quarter of a
+ * GQA group's arithmetic per row, four times the blocks): attn_sparse_qh_latency_us and _mem_eff. */
+void cost_attn_qh(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t, plan_op_t *op);
 
 /* The dirty lines a layer's kernels leave in the L2 (kbench's gemm layer_after_write rows: a memset
  * of W bytes makes the next GEMMs min(W, l2_dirty_bytes)/l2_writeback slower). The L2 is taken as

@@ -157,14 +157,21 @@ static double query_rows(const builder_t *b, const method_layer_t *ly)
 
 /* Attention over the winners: just written by the winner fetch, so read from the L2 where they fit.
  * From L2 its work is the bytes of query_rows: a GQA group's row costs its g queries' arithmetic,
- * not its bytes once, and per-query-head winners cost what kv-head ones do. */
+ * not its bytes once. Winners chosen per query head are attended per query head (g = 1), a kernel
+ * shape of its own (cost_attn_qh, cost_attn_l2's qh). */
 static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *deps, uint32_t n_deps,
                            uint32_t *id)
 {
-    if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost.l2_bytes))
-        return add_kernel(b, OPKIND_ATTN_SPARSE, layer, ly->attn_hbm_bytes, ly->attn_flops, deps, n_deps, id);
+    bool qh = method_select(b->p->mt) == SELECT_QUERY_HEAD;
     plan_op_t op = op_new(OPKIND_ATTN_SPARSE, layer, STREAM_COMPUTE);
-    cost_attn_l2(&b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, &op);
+    if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost.l2_bytes)) {
+        if (!qh) return add_kernel(b, OPKIND_ATTN_SPARSE, layer, ly->attn_hbm_bytes, ly->attn_flops, deps, n_deps, id);
+        cost_attn_qh(&b->p->cost, &b->p->paths, ly->attn_hbm_bytes, ly->attn_flops,
+                     (llm_dtype_t)method_cfg(b->p->mt)->kv_dtype, &op);
+        op.bytes_hbm = ly->attn_hbm_bytes;
+    } else {
+        cost_attn_l2(&b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, qh, &op);
+    }
     op.flops = ly->attn_flops;
     return add(b, &op, deps, n_deps, id);
 }

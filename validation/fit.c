@@ -1527,6 +1527,10 @@ static void pooled_where_no_rows(fit_t *f, const sel_t *rows, int op, double lat
  * implementations, not the kernel the simulator models. */
 static bool other_kernel(const kbrow_t *r) { return strstr(r->layout, ";kernel") != NULL; }
 
+/* kbench's attention over each query head's own winners (";qh": g = 1 over the query heads, the
+ * HashAttention step's shape), a kernel shape fitted apart (fit_attn_qh). */
+static bool qh_attn(const kbrow_t *r) { return r->op == OPKIND_ATTN_SPARSE && strstr(r->layout, ";qh") != NULL; }
+
 /* t = lat + slope·max(bytes, fill) with the slope fixed: lat is the mean of t − slope·max(bytes, fill)
  * over rows s, weights 1/t² as the line's. */
 static void fixed_eff_fit(const sel_t *s, double slope, double fill, lsq_fit_t *of)
@@ -1870,22 +1874,67 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
  * work for attention over winners in L2, models/provider.c). */
 static double get_query_bytes(const kbrow_t *r) { return r->bytes_moved * get_qheads(r); }
 
+/* kbench's attention over winners rewritten in L2 ("...;l2") whose winners the L2 can hold: past
+ * l2_bytes (the per-query-head rows at k = 4096, 64 MiB) they are read from HBM however written. */
+static bool attn_in_l2(const kbrow_t *r, double l2_bytes) { return l2_resident(r) && r->bytes_moved <= l2_bytes; }
+
 /* Attention over winners still in L2: its own t = lat + query_bytes/(eff·hbm). */
 static int fit_attn_l2(fit_t *f, const sel_t *rows, const calib_t *seed, double hbm, err_t *e)
 {
+    double l2_bytes;
+    int rc = value_of(f, seed, "l2_bytes", &l2_bytes, e);
+    if (rc) return rc;
     sel_t s = {0};
     for (size_t i = 0; i < rows->n; i++) {
         const kbrow_t *r = rows->v[i];
-        if (is_op(r, OPKIND_ATTN_SPARSE) && alone(r) && r->bytes_moved > 0 && l2_resident(r) && sel_add(&s, r))
+        if (is_op(r, OPKIND_ATTN_SPARSE) && !qh_attn(r) && alone(r) && r->bytes_moved > 0 && attn_in_l2(r, l2_bytes) &&
+            sel_add(&s, r))
             return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");
     }
-    int rc = ERR_OK;
     if (!s.n) note(f, "attn_sparse_l2_latency_us, attn_sparse_l2_mem_eff: not determined (no L2-resident attention rows)");
     double lat, eff;
     if (s.n) rc = value_of(f, seed, "attn_sparse_latency_us", &lat, e);
     if (s.n && !rc) rc = value_of(f, seed, "attn_sparse_mem_eff", &eff, e);
     if (s.n && !rc) rc = fit_own(f, &s, get_query_bytes, 0, hbm, false, "attn_sparse_l2", "attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff", &lat, &eff, e);
     free(s.v);
+    return rc;
+}
+
+/* Attention over each query head's own winners (qh_attn rows): its own t = lat + bytes/(eff·hbm)
+ * from HBM and over winners still in L2 (its bytes are its query bytes: g = 1); L2 rows past the L2
+ * are left out of both. Where the fit set has no such rows (kbench before e6617d4), or too few sizes,
+ * the GQA kernel's values stand for it, as the plans priced it before: a query head's row at what a
+ * group's costs per query. */
+static int fit_attn_qh(fit_t *f, const sel_t *rows, const calib_t *seed, double hbm, err_t *e)
+{
+    double l2_bytes;
+    int rc = value_of(f, seed, "l2_bytes", &l2_bytes, e);
+    static const char *const own[2][3] = {
+        {"attn_sparse_qh", "attn_sparse_qh_latency_us", "attn_sparse_qh_mem_eff"},
+        {"attn_sparse_qh_l2", "attn_sparse_qh_l2_latency_us", "attn_sparse_qh_l2_mem_eff"}};
+    static const char *const kv[2][2] = {{"attn_sparse_latency_us", "attn_sparse_mem_eff"},
+                                         {"attn_sparse_l2_latency_us", "attn_sparse_l2_mem_eff"}};
+    for (int l2 = 0; l2 < 2 && !rc; l2++) {
+        sel_t s = {0};
+        for (size_t i = 0; i < rows->n && !rc; i++) {
+            const kbrow_t *r = rows->v[i];
+            bool in = l2 ? attn_in_l2(r, l2_bytes) : !l2_resident(r);
+            if (qh_attn(r) && alone(r) && r->bytes_moved > 0 && in && sel_add(&s, r))
+                rc = err_set(e, ERR_NOMEM, "fit: out of memory");
+        }
+        double lat, eff;
+        if (!rc) rc = value_of(f, seed, kv[l2][0], &lat, e);
+        if (!rc) rc = value_of(f, seed, kv[l2][1], &eff, e);
+        if (!rc && s.n) rc = fit_own(f, &s, get_bytes, 0, hbm, l2 == 0, own[l2][0], own[l2][1], own[l2][2], &lat, &eff, e);
+        if (!rc && !fit_find(f, own[l2][1])) {
+            char how[120];
+            snprintf(how, sizeof how, "derived: as %s and %s (%zu per-query-head rows in the fit set)", kv[l2][0],
+                     kv[l2][1], s.n);
+            put(f, own[l2][1], lat, 0, NAN, NAN, NULL, 0, how);
+            put(f, own[l2][2], eff, 0, NAN, NAN, NULL, 0, how);
+        }
+        free(s.v);
+    }
     return rc;
 }
 
@@ -2004,7 +2053,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     sel_t s = {0}, line = {0};
     for (size_t i = 0; i < rows->n && !rc; i++) {
         const kbrow_t *r = rows->v[i];
-        if (hbm_kernel_row(r) && !other_kernel(r))
+        if (hbm_kernel_row(r) && !other_kernel(r) && !qh_attn(r))
             rc = sel_add(&s, r) || (r->op != OPKIND_ATTN_DENSE && r->op != OPKIND_WINNER_FETCH && sel_add(&line, r));
     }
     if (rc) return free(s.v), free(line.v), err_set(e, ERR_NOMEM, "fit: out of memory");
@@ -2057,6 +2106,7 @@ static int fit_kernels(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *
     free(s.v);
     free(line.v);
     if (!rc) rc = fit_attn_l2(f, rows, seed, hbm, e);
+    if (!rc) rc = fit_attn_qh(f, rows, seed, hbm, e);
     if (!rc) rc = fit_combine(f, rows, seed, false, e);
     if (!rc) rc = fit_combine(f, rows, seed, true, e);
     if (rc) return rc;

@@ -168,43 +168,56 @@ Test(cost, attention_over_winners_in_l2)
 }
 
 /* Per-query-head winners (HashAttention) are attended per query head: 32 heads of k = 2048 rows, one
- * query each, so from L2 they cost what a KV head's 2048 rows read by its 4 query heads do, whatever
- * the union fetched (u = 1: 2048 rows per KV head; u = 4: 8192). Their 32 heads split into
- * min(ceil(16·132/32), 2048/64) = 32 partials each, merged on their own (3 + 32·0.2 us, from L2);
- * the window's ceil(1025/64) = 17 partials are merged after them (3 + 17·0.2 us). */
+ * query each, 32 MiB read (of 8 MiB of rows at union 1, 2048 per KV head; at union 4, 8192, 32 MiB), from
+ * L2 at the per-query-head kernel's own pair (7 us + 32 MiB at 2.0·HBM), where Fathom's GQA attention
+ * (8 heads of 2048 rows, each read by 4 query heads: the same 32 MiB of query bytes) takes the GQA
+ * pair (9 us at 1.25·HBM); a plan that used one pair for both fails one of the three. Past the L2
+ * (k = 65536 per query head at union 4: 1 GiB) the per-query-head attention reads HBM at its own cold
+ * pair (5 us + 1 GiB at 0.5·HBM). Their 32 heads split into min(ceil(16·132/32), 2048/64) = 32
+ * partials each, merged on their own (3 + 32·0.2 us, from L2); the window's ceil(1025/64) = 17
+ * partials are merged after them (3 + 17·0.2 us). */
 Test(cost, per_query_head_attention_and_its_two_combines)
 {
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     set(t.cal, "attn_sparse_l2_latency_us", 9);
     set(t.cal, "attn_sparse_l2_mem_eff", 1.25);
+    set(t.cal, "attn_sparse_qh_l2_latency_us", 7);
+    set(t.cal, "attn_sparse_qh_l2_mem_eff", 2.0);
+    set(t.cal, "attn_sparse_qh_latency_us", 5);
+    set(t.cal, "attn_sparse_qh_mem_eff", 0.5);
     set(t.cal, "attn_combine_l2_latency_us", 3);
     set(t.cal, "attn_combine_l2_split_ns", 200);
     double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9;
-    static const char *const yaml[3] = {"method: hashattn\nk: 2048\nunion: 1\nwindow: 1024",
-                                        "method: hashattn\nk: 2048\nunion: 4\nwindow: 1024",
-                                        "method: fathom\nbudget: 56\nk: 2048\nwindow: 1024"};
-    for (int c = 0; c < 3; c++) {
+    static const struct { const char *yaml; double lat_s, eff, bytes; } cases[4] = {
+        {"method: hashattn\nk: 2048\nunion: 1\nwindow: 1024", 7e-6, 2.0, 2048.0 * 32 * 512},
+        {"method: hashattn\nk: 2048\nunion: 4\nwindow: 1024", 7e-6, 2.0, 2048.0 * 32 * 512},
+        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024", 9e-6, 1.25, 2048.0 * 32 * 512},
+        {"method: hashattn\nk: 65536\nunion: 4\nwindow: 1024", 5e-6, 0.5, 65536.0 * 32 * 512}};
+    for (int c = 0; c < 4; c++) {
         plan_t plan;
-        provider_t *p = build(&t, yaml[c], 131072, &plan);
+        provider_t *p = build(&t, cases[c].yaml, c == 3 ? 1048576 : 131072, &plan);
         double combine_ps[2] = {0, 0};
-        int combines = 0;
+        int combines = 0, attns = 0;
         for (uint32_t i = 0; i < plan.n_ops && plan.ops[i].layer == 0; i++) {
             const plan_op_t *o = &plan.ops[i];
             if (o->kind == OPKIND_ATTN_SPARSE) {
                 sim_ps_t alone;
                 err_t e;
                 cr_assert_eq(plan_op_alone_ps(o, t.sim, &alone, &e), 0, "%s", e.msg);
-                double expect = 9e-6 + 2048.0 * 32 * 512 / (1.25 * hbm_Bps);
-                cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-11, "%s: %g vs %g", yaml[c], (double)alone * 1e-12, expect);
+                double expect = cases[c].lat_s + cases[c].bytes / (cases[c].eff * hbm_Bps);
+                cr_expect(fabs((double)alone * 1e-12 - expect) < 1e-11, "%s: %g vs %g", cases[c].yaml,
+                          (double)alone * 1e-12, expect);
+                attns++;
             }
             if (o->kind == OPKIND_ATTN_COMBINE && combines < 2) combine_ps[combines++] = (double)o->cost.latency_ps;
         }
+        cr_expect_eq(attns, 1, "%s", cases[c].yaml);
         if (c < 2) {
-            cr_expect_eq(combines, 2, "%s", yaml[c]);
-            cr_expect(fabs(combine_ps[0] - (3 + 32 * 0.2) * 1e6) <= 1, "%s: %g", yaml[c], combine_ps[0]);
-            cr_expect(fabs(combine_ps[1] - (3 + 17 * 0.2) * 1e6) <= 1, "%s: %g", yaml[c], combine_ps[1]);
-        } else {
+            cr_expect_eq(combines, 2, "%s", cases[c].yaml);
+            cr_expect(fabs(combine_ps[0] - (3 + 32 * 0.2) * 1e6) <= 1, "%s: %g", cases[c].yaml, combine_ps[0]);
+            cr_expect(fabs(combine_ps[1] - (3 + 17 * 0.2) * 1e6) <= 1, "%s: %g", cases[c].yaml, combine_ps[1]);
+        } else if (c == 2) {
             cr_expect_eq(combines, 1);
             cr_expect(fabs(combine_ps[0] - (3 + 49 * 0.2) * 1e6) <= 1, "%g", combine_ps[0]);
         }

@@ -461,6 +461,15 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 hot ? t->combine_l2_latency_us + splits[i] * t->combine_l2_split_ns * 1e-3
                     : t->combine_latency_us + splits[i] * t->combine_split_ns * 1e-3, -1, "", 1, -1);
         }
+    /* attention over each query head's own winners in L2 (g = 1 over 32 heads) */
+    o.heads = 32;
+    o.layout = "interleaved;qh;l2";
+    for (double k = 256; k <= 4096 && t->attn_qh_l2_mem_eff > 0; k *= 2) {
+        double bytes = 32 * k * 512;
+        row(&o, "kernels", "attn_sparse", "splitk", -1, -1, -1, -1, -1, -1, "alone", bytes,
+            t->attn_qh_l2_latency_us + bytes / (t->hbm_GBps * 1e3 * t->attn_qh_l2_mem_eff), -1, "", 1, -1);
+    }
+    o.heads = 0;
     o.layout = NULL;
     for (int i = 0; i < 20; i++)
         row(&o, "kernels", "launch", "host_enqueue", -1, -1, -1, -1, 1, -1, "alone", -1, t->launch_us, -1, "", 1, -1);

@@ -14,6 +14,9 @@ typedef struct synth_truth {
     /* > 0: per-token scans of 68 and 136 bits at 4K-256K, each taking this long per bit of a token on
      * top of kernel_latency_us (bits·n·8 index bytes and 4 score bytes a token per head at kernel_mem_eff) */
     double scan_pertoken_bit_ns;
+    /* > 0: kbench e6617d4's attention over each of 32 query heads' own k = 256..4096 winners (";qh":
+     * 32·k rows of 512 B) with the winners in L2, at this fixed time and fraction of HBM bandwidth */
+    double attn_qh_l2_latency_us, attn_qh_l2_mem_eff;
     double graph_launch_us;
     double hbm_GBps;
     double ce_b2b_gap_us, ce2d_page_row_ns, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;
