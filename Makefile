@@ -164,7 +164,7 @@ runs: deps build/rel/odsim
 # The run-to-run floor: the primary run's held-out cases against every other full run of the same
 # kbench on the H200 (validate --repeat), the differences no prediction can be expected to beat;
 # then the predictions with each case's own floor (validate --floor, validation/results/floor/).
-FLOOR_RUNS := h200-1829 h200-1635 h200-1729 h200-1723 h200-1718 h200-1543 h200-1536 h200-1450 h200-1530 h200-1410 h200-1311 h200-1345 h200-1142 h200-1255 h200-0946 h200-0856 h200-0849 h200-0839 h200-0833 h200-0648 h200-0703 h200-0656 h200-0641 h200-0513 h200-0508 h200-0318 h200-0313 h200-0309 h200-0208 h200-0204 h200-0139 h200-0132 h200-0124 h200-0015 h200-2355 h200-2345 h200-2255 h200-2105 h200-rerun
+FLOOR_RUNS := h200-2007 h200-1957 h200-1838 h200-1829 h200-1635 h200-1729 h200-1723 h200-1718 h200-1543 h200-1536 h200-1450 h200-1530 h200-1410 h200-1311 h200-1345 h200-1142 h200-1255 h200-0946 h200-0856 h200-0849 h200-0839 h200-0833 h200-0648 h200-0703 h200-0656 h200-0641 h200-0513 h200-0508 h200-0318 h200-0313 h200-0309 h200-0208 h200-0204 h200-0139 h200-0132 h200-0124 h200-0015 h200-2355 h200-2345 h200-2255 h200-2105 h200-rerun
 floor: deps build/rel/odsim
 	@for r in $(FLOOR_RUNS); do \
 	  echo "== validation/data/h200 against validation/data/$$r (./build/rel/odsim validate validation/data/h200 --repeat validation/data/$$r)"; \
