@@ -247,6 +247,69 @@ static void lead_pairs(st_t *X, const kb_layer_data_t *D, const kb_method_t ms[3
     *lead = 0;
 }
 
+/* Stage i of S timed between two events, with the stages of mask `pre` run after the lead spin and
+ * before the first event (untimed) and those of mask `post` queued behind the second. */
+static kb_stats_t time_between(st_t *X, kb_session_t *S, unsigned pre, int i, unsigned post)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    static double t[KB_STEP_REPS];
+    double spent = 0;
+    int r = 0;
+    while (more_reps(r, spent, KB_STEP_REPS, X->o->quick)) {
+        lead_spin(X);
+        for (int j = 0; j < KB_STEP_MAX_STAGES; j++)
+            if (pre >> j & 1)
+                kb_session_stage(S, X->s, j);
+        CK(cudaEventRecord(a, X->s));
+        kb_session_stage(S, X->s, i);
+        CK(cudaEventRecord(b, X->s));
+        for (int j = 0; j < KB_STEP_MAX_STAGES; j++)
+            if (post >> j & 1)
+                kb_session_stage(S, X->s, j);
+        CK(cudaStreamSynchronize(X->s));
+        CKL();
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t[r] = ms * 1e3;
+        spent += t[r++];
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return kb_stats(t, r);
+}
+
+/* --only next: per-token 136's 32K step (index in HBM) as the suite times it, then its scan (the
+ * first stage) with nothing, its top-k, or the rest of the step queued behind its end event, and
+ * its attention alone, after its winner fetch, and after the stages before it, each with nothing
+ * or the rest of the step behind (policy `<fetch>;pre:<mask>;post:<mask>`, masks of stage indices):
+ * which neighbour makes a stage take its in-step time? */
+static void next_case(st_t *X, const kb_layer_data_t *D)
+{
+    kb_step_cfg_t c = {KB_M_PT136, KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
+    run_case(X, D, &c);
+    kb_session_t *S = kb_session_new(D, &c, X->gemm);
+    kb_session_step(S, X->s, NULL);
+    const char *ops[KB_STEP_MAX_STAGES];
+    int nst = kb_session_stages(S, ops);
+    unsigned all = (1u << nst) - 1;
+    /* stages: 0 scan, 1 top-k, 2 winner fetch, 3 attention, 4 tail, 5 GEMMs */
+    static const struct { unsigned pre; int i; unsigned post; } v[] = {
+        {0, 0, 0}, {0, 0, 1u << 1}, {0, 0, ~1u}, {0, 3, 0}, {1u << 2, 3, 0}, {7u, 3, 0}, {7u, 3, ~15u}};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        unsigned pre = v[k].pre & all, post = v[k].post & all;
+        kb_row_t r = case_row(ops[v[k].i], &c, D->qgroup);
+        r.variant = kb_method_name(c.method);
+        char pol[64];
+        snprintf(pol, sizeof pol, "%s;pre:%x;post:%x", r.policy, pre, post);
+        r.policy = pol;
+        r.st = time_between(X, S, pre, v[k].i, post);
+        kb_csv_row(X->csv, &r);
+    }
+    kb_session_free(S);
+}
+
 /* --only stage: the 32K steps of ms[3] (index in HBM) as the suite times them, then each of their
  * stages alone in the same session, on the same buffers: after the lead spin (policy
  * `<fetch>;stage_alone`) and after an L2 flush and the spin (`<fetch>;stage_flush`). Does a kernel
@@ -349,13 +412,16 @@ int kb_suite_step(const kb_opts_t *o)
         static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
         lead_pairs(&X, &D, ms, &X.long_lead);
         nn = 0;
+    } else if (o->only && !strcmp(o->only, "next")) {
+        next_case(&X, &D);
+        nn = 0;
     } else if (o->only && !strcmp(o->only, "stage")) {
         static const kb_method_t ms[3] = {KB_M_PT136, KB_M_HASH, KB_M_FATHOM};
         for (int i = 0; i < 3; i++)
             stage_alone_case(&X, &D, ms[i]);
         nn = 0;
     } else if (o->only) {
-        fprintf(stderr, "kbench: step: --only takes chain, lead, first, dither, stage or long\n");
+        fprintf(stderr, "kbench: step: --only takes chain, lead, first, dither, stage, long or next\n");
         return 2;
     }
     for (int i = 0; i < nn; i++)
