@@ -281,10 +281,11 @@ static kb_stats_t time_between(st_t *X, kb_session_t *S, unsigned pre, int i, un
 }
 
 /* --only next: per-token 136's 32K step (index in HBM) as the suite times it, then its scan (the
- * first stage) with nothing, its top-k, or the rest of the step queued behind its end event, and
- * its attention alone, after its winner fetch, and after the stages before it, each with nothing
- * or the rest of the step behind (policy `<fetch>;pre:<mask>;post:<mask>`, masks of stage indices):
- * which neighbour makes a stage take its in-step time? */
+ * first stage) with nothing, its top-k, the rest of the step, or each later stage alone queued
+ * behind its end event, and its attention alone, after its winner fetch, and after the stages
+ * before it, with nothing, the rest of the step, the tail or the GEMMs behind (policy
+ * `<fetch>;pre:<mask>;post:<mask>`, masks of stage indices): which neighbour makes a stage take its
+ * in-step time? */
 static void next_case(st_t *X, const kb_layer_data_t *D)
 {
     kb_step_cfg_t c = {KB_M_PT136, KB_P_HBM, 32768, STEP_K, 0, STEP_TAIL, 1};
@@ -296,7 +297,9 @@ static void next_case(st_t *X, const kb_layer_data_t *D)
     unsigned all = (1u << nst) - 1;
     /* stages: 0 scan, 1 top-k, 2 winner fetch, 3 attention, 4 tail, 5 GEMMs */
     static const struct { unsigned pre; int i; unsigned post; } v[] = {
-        {0, 0, 0}, {0, 0, 1u << 1}, {0, 0, ~1u}, {0, 3, 0}, {1u << 2, 3, 0}, {7u, 3, 0}, {7u, 3, ~15u}};
+        {0, 0, 0}, {0, 0, 1u << 1}, {0, 0, ~1u}, {0, 0, 1u << 2}, {0, 0, 1u << 3}, {0, 0, 1u << 4},
+        {0, 0, 1u << 5}, {0, 3, 0}, {1u << 2, 3, 0}, {7u, 3, 0}, {7u, 3, ~15u}, {7u, 3, 1u << 4},
+        {7u, 3, 1u << 5}};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         unsigned pre = v[k].pre & all, post = v[k].post & all;
         kb_row_t r = case_row(ops[v[k].i], &c, D->qgroup);
