@@ -1056,6 +1056,81 @@ static void sec_follow(ks_t *K)
     kb_gemm_free(g);
 }
 
+/* A kernel as a decode runs it: right after a layer's four cuBLAS GEMMs (batch 1) with no L2 flush
+ * between (layout "<layout>;after_layer"), against the suite's way, right after a flush
+ * ("<layout>;after_flush"). In a step every kernel runs 0.3-1.8 us longer than the suite times it
+ * after a flush, and the layer's GEMMs before it are what does it (validation/data/
+ * h200-2045-next); the follow section's after_gemm rows put the flush between. Per-token 136's and
+ * HashAttention's scans from HBM at 32K, 128K and 256K, and attention over winners just written
+ * (a memset after the GEMMs or the flush, untimed: as after the step's gather), 8 KV heads at
+ * g = 4 and 32 query heads at g = 1, k = 2048. The fit leaves these rows out of every kernel's own
+ * line (validation/fit.c, other_kernel). */
+static void sec_after_layer(ks_t *K, queries_t *Q)
+{
+    const kb_model_t *m = kb_model(K->o->model);
+    kb_gemm_t *g = kb_gemm_new(m, 1);
+    static const size_t ns[] = {32768, 131072, 262144};
+    const size_t nmax = 262144;
+    float *sc = (float *)dalloc(HEADS * QGROUP * nmax * 4), *qc = (float *)dalloc(HEADS * 32 * 4);
+    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4);
+    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    const int k = 2048;
+    size_t wb = (size_t)HEADS * QGROUP * k * 2 * KREF_D * 2;
+    uint16_t *win = (uint16_t *)dalloc(wb);
+    static const char *const what[2] = {"after_flush", "after_layer"};
+    for (int layer = 0; layer < 2; layer++) {
+        auto before = [&, layer](cudaStream_t s) {
+            if (layer)
+                kb_gemm_layer(g, 1, s);
+            else
+                kb_l2_flush(s);
+        };
+        char lay[64];
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= K->D.n_max; ni++)
+            for (int kind = 0; kind < 2; kind++) {
+                size_t n = ns[ni], phs = n / 64 * kref_pt_block_bytes(32);
+                snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[layer]);
+                kb_row_t r = kind ? scan_row("hashattn", n, 32 * QGROUP, "hbm", lay, 8.0 * HEADS * QGROUP * n)
+                                  : scan_row("pertoken136", n, 136, "hbm", lay, HEADS * (phs + 4.0 * n));
+                if (kind)
+                    r.qheads = QGROUP;
+                put(K, &r, time_it_prep(K, [&](cudaStream_t s) {
+                    if (kind)
+                        kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], qsig, HEADS * QGROUP, n, sc, s);
+                    else
+                        kb_scan_pertoken(K->D.d[KB_M_PT136], phs, 32, qc, HEADS, n, sc, s);
+                }, 10, before), (double)HEADS * n);
+            }
+        for (int qh = 0; qh < 2; qh++) {
+            int heads = qh ? HEADS * QGROUP : HEADS, gq = qh ? 1 : QGROUP, nsp = kb_attn_splits(k, heads);
+            void *part = dalloc(kb_attn_part_bytes(heads, nsp, gq));
+            kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) {
+                kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, gq, heads, k, nsp, 0,
+                                nsp, part, s);
+            }, 10, [&](cudaStream_t s) {
+                before(s);
+                CK(cudaMemsetAsync(win, 0x3b, (size_t)heads * k * 2 * KREF_D * 2, s));
+            });
+            kb_row_t r = kb_row("attn_sparse", "splitk");
+            snprintf(lay, sizeof lay, "%s;l2;%s", qh ? "interleaved;qh" : "interleaved", what[layer]);
+            r.k = k;
+            r.heads = heads;
+            r.qheads = gq;
+            r.placement = "hbm";
+            r.layout = lay;
+            r.bytes_moved = (double)heads * k * 512;
+            r.ref_gbps = kb_ceil.hbm_gbps;
+            put(K, &r, st, (double)heads * k);
+            CK(cudaFree(part));
+        }
+    }
+    CK(cudaFree(sc));
+    CK(cudaFree(qc));
+    CK(cudaFree(qsig));
+    CK(cudaFree(win));
+    kb_gemm_free(g);
+}
+
 int kb_suite_kernels(const kb_opts_t *o)
 {
     ks_t K;
@@ -1073,13 +1148,16 @@ int kb_suite_kernels(const kb_opts_t *o)
     bool only_follow = o->only && !strcmp(o->only, "follow");
     /* --only attn: the sparse attention rows alone (both shapes, cold and in L2; no fetch rows) */
     bool only_attn = o->only && !strcmp(o->only, "attn");
-    if (o->only && !only_fetch && !only_topk && !only_follow && !only_attn) {
-        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span, follow or attn\n");
+    /* --only after_layer: the kernels right after a layer's GEMMs, and after a flush */
+    bool only_layer = o->only && !strcmp(o->only, "after_layer");
+    if (o->only && !only_fetch && !only_topk && !only_follow && !only_attn && !only_layer) {
+        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span, follow, attn or after_layer\n");
         return 2;
     }
     static const size_t follow_ns[] = {32768};
-    K.ns = only_fetch ? fetch_ns : only_follow || only_attn ? follow_ns : o->quick || only_topk ? quick : full;
-    K.nn = only_fetch ? 5 : only_topk || only_follow || only_attn ? 1 : o->quick ? 3 : 8;
+    static const size_t layer_ns[] = {262144};
+    K.ns = only_fetch ? fetch_ns : only_follow || only_attn ? follow_ns : only_layer ? layer_ns : o->quick || only_topk ? quick : full;
+    K.nn = only_fetch ? 5 : only_topk || only_follow || only_attn || only_layer ? 1 : o->quick ? 3 : 8;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {
@@ -1106,6 +1184,8 @@ int kb_suite_kernels(const kb_opts_t *o)
         sec_follow(&K);
     } else if (only_attn) {
         sec_winners_attn(&K, &Q);   /* n = 32K: below every winner fetch's n, so attention alone */
+    } else if (only_layer) {
+        sec_after_layer(&K, &Q);
     } else {
         sec_launch(&K);
         sec_quantize_flush(&K);
@@ -1117,6 +1197,7 @@ int kb_suite_kernels(const kb_opts_t *o)
         sec_winners_hbm(&K);
         sec_dense_attn(&K, &Q);
         sec_gemm(&K);
+        sec_after_layer(&K, &Q);
     }
     free_queries(&Q);
     kb_layer_data_free(&K.D);

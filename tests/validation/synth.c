@@ -361,6 +361,16 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
             t->kernel_latency_us + fmax(b, t->scan_fathom_fill_bytes) / hbm, -1, "fathom", 1, -1);
     }
+    /* the same scan right after a layer's GEMMs, after_layer_us slower, and after a flush as above */
+    for (int w = 0; w < 2 && t->after_layer_us > 0; w++) {
+        o.layout = w ? "full;after_layer" : "full;after_flush";
+        for (double n = 4096; n <= 262144; n *= 4) {
+            double b = n * 7 * 8;
+            row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
+                t->kernel_latency_us + (w ? t->after_layer_us : 0) + fmax(b, t->scan_fathom_fill_bytes) / hbm, -1,
+                "fathom", 1, -1);
+        }
+    }
     /* the same scan over its index still in the L2 ("compact;l2"), where the truth gives it a rate,
      * its times off the line by +w, -w, +w (the truth's wobble) */
     o.layout = "compact;l2";

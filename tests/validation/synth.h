@@ -17,6 +17,9 @@ typedef struct synth_truth {
     /* > 0: kbench e6617d4's attention over each of 32 query heads' own k = 256..4096 winners (";qh":
      * 32·k rows of 512 B) with the winners in L2, at this fixed time and fraction of HBM bandwidth */
     double attn_qh_l2_latency_us, attn_qh_l2_mem_eff;
+    /* > 0: kbench's scans at 4K-256K also timed right after a layer's GEMMs (";after_layer"), this
+     * much slower, and after a flush (";after_flush") as the plain rows */
+    double after_layer_us;
     double graph_launch_us;
     double hbm_GBps;
     double ce_b2b_gap_us, ce2d_page_row_ns, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;

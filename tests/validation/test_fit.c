@@ -433,6 +433,20 @@ Test(fit, per_query_head_attention_has_its_own_line)
     }
 }
 
+/* Kernels timed right after a layer's GEMMs (";after_layer", 2 us slower here) and their twins after a
+ * flush (";after_flush") stay out of every kernel's own line: Fathom's scan keeps the truth's fixed time
+ * and efficiency (to 0.1%), where taking them in gives 3.31 us and 0.816 against 3 and 0.85. */
+Test(fit, kernels_after_other_work_stay_out_of_the_kernel_lines)
+{
+    synth_truth_t t;
+    synth_default(&t);
+    t.after_layer_us = 2;
+    fixture_t fx = {0};
+    fit_synthetic(&fx, &t, 0, 5);
+    expect_pair(fx.fit, "scan_fathom", t.kernel_latency_us, t.kernel_mem_eff, 1);
+    fixture_free(&fx);
+}
+
 /* A per-token scan's fixed time per index bit, over rows of 68 and 136 bits: the truth's 5 ns a bit
  * (0.34 and 0.68 us on a 3 us fixed time) within 1%, and the family's fixed time and efficiency under
  * it; with noise, within 3 standard errors. */
