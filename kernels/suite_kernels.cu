@@ -505,6 +505,20 @@ static void sec_topk(ks_t *K)
     CK(cudaFree(idx));
 }
 
+/* The row of sparse attention over k winners of `heads` heads with g queries each, in HBM. */
+static kb_row_t attn_row(int k, int heads, int g, const char *layout)
+{
+    kb_row_t r = kb_row("attn_sparse", "splitk");
+    r.k = k;
+    r.heads = heads;
+    r.qheads = g;
+    r.placement = "hbm";
+    r.layout = layout;
+    r.bytes_moved = (double)heads * k * 512;
+    r.ref_gbps = kb_ceil.hbm_gbps;
+    return r;
+}
+
 /* Sparse attention over k gathered rows (interleaved, in HBM) per head: the partial kernel alone,
  * as the step's attn_sparse stage (its combine runs in attn_tail). g = 4 over the 8 KV heads'
  * winners, or g = 1 over each of the 32 query heads' own (HashAttention's shape, layout ";qh": 4x
@@ -532,16 +546,9 @@ static void sparse_attn_row(ks_t *K, queries_t *Q, uint16_t *win, const uint16_t
             CK(cudaMemcpyAsync(win, win2, wb, cudaMemcpyDeviceToDevice, s));
     };
     kb_stats_t st = l2 ? time_it_prep(K, partial, 10, rewrite) : time_it(K, partial, 10, 1);
-    kb_row_t r = kb_row("attn_sparse", "splitk");
     static const char *layouts[2][2] = {{"interleaved", "interleaved;l2"},
                                         {"interleaved;qh", "interleaved;qh;l2"}};
-    r.k = k;
-    r.heads = heads;
-    r.qheads = g;
-    r.placement = "hbm";
-    r.layout = layouts[qh][l2];
-    r.bytes_moved = (double)heads * k * 512;
-    r.ref_gbps = kb_ceil.hbm_gbps;
+    kb_row_t r = attn_row(k, heads, g, layouts[qh][l2]);
     put(K, &r, st, (double)heads * k);
     CK(cudaFree(part));
 }
@@ -998,6 +1005,27 @@ template <class F> static kb_stats_t time_trailing(ks_t *K, F f)
     return kb_stats(t, 300);
 }
 
+/* Per-token 136's (kind 0) or HashAttention's (kind 1) scan of n tokens from HBM: its row with
+ * layout `lay`, and the scan itself on stream s. */
+static kb_row_t follow_scan_row(int kind, size_t n, const char *lay)
+{
+    size_t phs = n / 64 * kref_pt_block_bytes(32);
+    kb_row_t r = kind ? scan_row("hashattn", n, 32 * QGROUP, "hbm", lay, 8.0 * HEADS * QGROUP * n)
+                      : scan_row("pertoken136", n, 136, "hbm", lay, HEADS * (phs + 4.0 * n));
+    if (kind)
+        r.qheads = QGROUP;
+    return r;
+}
+
+static void follow_scan(ks_t *K, int kind, size_t n, const float *qc, const uint32_t *qsig, float *sc,
+                        cudaStream_t s)
+{
+    if (kind)
+        kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], qsig, HEADS * QGROUP, n, sc, s);
+    else
+        kb_scan_pertoken(K->D.d[KB_M_PT136], n / 64 * kref_pt_block_bytes(32), 32, qc, HEADS, n, sc, s);
+}
+
 /* --only follow: a kernel timed right after other kernels, as inside a step, against the suite's
  * way (right after an L2 flush, itself after the same kernel's previous repetition): per-token 136's
  * and HashAttention's 32K scans from HBM after the flush alone, after a layer's four cuBLAS GEMMs
@@ -1019,23 +1047,14 @@ static void sec_follow(ks_t *K)
     uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4), *idx = (uint32_t *)dalloc(8 * 2048 * 4);
     kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
     kb_make_normal(tx, 8 * n, 1.0f, 29, K->s);
-    size_t phs = n / 64 * kref_pt_block_bytes(32);
     static const char *const what[6] = {"after_flush", "after_gemm", "after_topk", "trailing", "after_spin",
                                         "after_load"};
     for (int kind = 0; kind < 2; kind++)
         for (int w = 0; w < 6; w++) {
             char lay[64];
             snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[w]);
-            kb_row_t r = kind ? scan_row("hashattn", n, 32 * QGROUP, "hbm", lay, 8.0 * HEADS * QGROUP * n)
-                              : scan_row("pertoken136", n, 136, "hbm", lay, HEADS * (phs + 4.0 * n));
-            if (kind)
-                r.qheads = QGROUP;
-            auto scan = [&](cudaStream_t s) {
-                if (kind)
-                    kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], qsig, HEADS * QGROUP, n, sc, s);
-                else
-                    kb_scan_pertoken(K->D.d[KB_M_PT136], phs, 32, qc, HEADS, n, sc, s);
-            };
+            kb_row_t r = follow_scan_row(kind, n, lay);
+            auto scan = [&](cudaStream_t s) { follow_scan(K, kind, n, qc, qsig, sc, s); };
             kb_stats_t st = w == 3 ? time_trailing(K, scan) : time_it_prep(K, scan, 10, [&](cudaStream_t s) {
                 for (int i = 0; i < (w == 1 ? 1 : w == 5 ? 40 : 0); i++)
                     kb_gemm_layer(g, 1, s);
@@ -1088,18 +1107,12 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
         char lay[64];
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= K->D.n_max; ni++)
             for (int kind = 0; kind < 2; kind++) {
-                size_t n = ns[ni], phs = n / 64 * kref_pt_block_bytes(32);
+                size_t n = ns[ni];
                 snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[layer]);
-                kb_row_t r = kind ? scan_row("hashattn", n, 32 * QGROUP, "hbm", lay, 8.0 * HEADS * QGROUP * n)
-                                  : scan_row("pertoken136", n, 136, "hbm", lay, HEADS * (phs + 4.0 * n));
-                if (kind)
-                    r.qheads = QGROUP;
-                put(K, &r, time_it_prep(K, [&](cudaStream_t s) {
-                    if (kind)
-                        kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], qsig, HEADS * QGROUP, n, sc, s);
-                    else
-                        kb_scan_pertoken(K->D.d[KB_M_PT136], phs, 32, qc, HEADS, n, sc, s);
-                }, 10, before), (double)HEADS * n);
+                kb_row_t r = follow_scan_row(kind, n, lay);
+                put(K, &r, time_it_prep(K, [&](cudaStream_t s) { follow_scan(K, kind, n, qc, qsig, sc, s); }, 10,
+                                        before),
+                    (double)HEADS * n);
             }
         for (int qh = 0; qh < 2; qh++) {
             int heads = qh ? HEADS * QGROUP : HEADS, gq = qh ? 1 : QGROUP, nsp = kb_attn_splits(k, heads);
@@ -1111,15 +1124,8 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
                 before(s);
                 CK(cudaMemsetAsync(win, 0x3b, (size_t)heads * k * 2 * KREF_D * 2, s));
             });
-            kb_row_t r = kb_row("attn_sparse", "splitk");
             snprintf(lay, sizeof lay, "%s;l2;%s", qh ? "interleaved;qh" : "interleaved", what[layer]);
-            r.k = k;
-            r.heads = heads;
-            r.qheads = gq;
-            r.placement = "hbm";
-            r.layout = lay;
-            r.bytes_moved = (double)heads * k * 512;
-            r.ref_gbps = kb_ceil.hbm_gbps;
+            kb_row_t r = attn_row(k, heads, gq, lay);
             put(K, &r, st, (double)heads * k);
             CK(cudaFree(part));
         }
