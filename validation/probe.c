@@ -186,8 +186,9 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (launch_hidden(r, mname, busy_start)) fputs(", launch_hidden: true", fp);
     double sessions = fmax(isnan(r->procs) ? 1 : r->procs, isnan(r->streams) ? 1 : r->streams);
     put_num(fp, "sessions", sessions >= 1 ? sessions : 1);
-    /* as many steps as kbench's repetitions (a p99 is an order statistic of them), up to its 300 */
-    double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 300);
+    /* as many steps as kbench's repetitions (a p99 is an order statistic of them), up to the 1000 of its
+     * step suite */
+    double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 1000);
     put_num(fp, "steps", steps);
     put_num(fp, "streams", r->streams >= 1 ? r->streams : NAN);
     fputs("}\nrun: {replications: 1, seed: 1, sample_calibration: false, jitter: true}\n", fp);
