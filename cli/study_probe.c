@@ -191,6 +191,7 @@ int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *c
     }
     provider_set_layers_only(pp->inner, true);
     provider_set_gathers_alone(pp->inner, !pp->pb.stage); /* kbench times an op alone, a stage in its step */
+    provider_set_kernels_alone(pp->inner, pp->pb.what == SCN_PROBE_OP && !pp->pb.stage);
     *out = (plan_provider_t){&probe_ops, pp};
     return ERR_OK;
 }

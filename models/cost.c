@@ -118,6 +118,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
         F("attn_sparse_qh_latency_us", attn_qh_latency_s, 1e-6), F("attn_sparse_qh_mem_eff", attn_qh_mem_eff, 1),
         F("attn_sparse_qh_l2_latency_us", attn_qh_l2_latency_s, 1e-6), F("attn_sparse_qh_l2_mem_eff", attn_qh_l2_mem_eff, 1),
+        F("after_layer_scan_us", after_layer_scan_s, 1e-6), F("after_layer_attn_us", after_layer_attn_s, 1e-6),
         F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
         F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
         F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
@@ -531,6 +532,14 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
     kernel_op(c, p, c->scan_latency_s[family] + per_bit_s, c->scan_mem_eff[family],
               (const char(*)[40])c->scan_names[family], bytes, flops, t, c->scan_fill_bytes[family],
               c->scan_fill_names[family], op);
+}
+
+void cost_after_layer(const cost_t *c, int kind, plan_op_t *op)
+{
+    double s = kind == OPKIND_SCAN ? c->after_layer_scan_s : kind == OPKIND_ATTN_SPARSE ? c->after_layer_attn_s : 0;
+    if (!(s > 0)) return;
+    op->cost.latency_ps += cost_ps(s);
+    calib_note(c->cal, kind == OPKIND_SCAN ? "after_layer_scan_us" : "after_layer_attn_us", NAN);
 }
 
 void cost_attn_qh(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t, plan_op_t *op)

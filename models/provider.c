@@ -14,6 +14,7 @@ struct provider {
     bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
     bool layers_only;         /* plans hold the layers alone: no LM head, no sampling */
     bool gathers_alone;       /* a gather's translations are its own, not the step's */
+    bool kernels_alone;       /* kernels after an L2 flush (kbench's kernels suite), not the layer's GEMMs */
     bool first_launch_hidden; /* the plan's first op launched before its window opens */
     bool stage_events;        /* an event after each of kbench's step stages */
     const hw_t *hw;
@@ -71,6 +72,7 @@ const method_t *provider_method(const provider_t *p) { return p->mt; }
 
 void provider_set_layers_only(provider_t *p, bool on) { p->layers_only = on; }
 void provider_set_gathers_alone(provider_t *p, bool on) { p->gathers_alone = on; }
+void provider_set_kernels_alone(provider_t *p, bool on) { p->kernels_alone = on; }
 void provider_set_stage_events(provider_t *p, bool on) { p->stage_events = on; }
 void provider_set_first_launch_hidden(provider_t *p, bool on) { p->first_launch_hidden = on; }
 
@@ -127,6 +129,7 @@ static int add_kernel_l2(builder_t *b, int kind, int layer, double bytes, double
                   (llm_dtype_t)c->kv_dtype, &op);
     } else
         cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+    if (!b->p->kernels_alone) cost_after_layer(&b->p->cost, kind, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
     return add(b, &op, deps, n_deps, id);
@@ -172,6 +175,7 @@ static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, co
     } else {
         cost_attn_l2(&b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, qh, &op);
     }
+    if (!b->p->kernels_alone) cost_after_layer(&b->p->cost, OPKIND_ATTN_SPARSE, &op);
     op.flops = ly->attn_flops;
     return add(b, &op, deps, n_deps, id);
 }

@@ -2619,9 +2619,71 @@ static int fit_graph(fit_t *f, const sel_t *rows, err_t *e)
 
 /* kbench's kernels timed right after other work rather than after an L2 flush ("<layout>;after_...":
  * after a layer's GEMMs, or after the flush as their twin; kernels suite sec_after_layer): what a
- * decode's kernels pay for following the layer's GEMMs (validation/data/h200-2045-next). No fit
- * reads them yet; every kernel's own line stays on the rows timed after a flush. */
+ * decode's kernels pay for following the layer's GEMMs (validation/data/h200-2045-next). Only
+ * fit_after_layer reads them; every kernel's own line stays on the rows timed after a flush. */
 static bool after_other_work(const kbrow_t *r) { return strstr(r->layout, ";after_") != NULL; }
+
+/* Equal, or both absent (NaN). */
+static bool same_num(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* Whether a and b time the same kernel at the same size, a right after a layer's GEMMs and b right
+ * after a flush (their layouts equal but for the suffix). */
+static bool after_layer_twins(const kbrow_t *a, const kbrow_t *b)
+{
+    const char *sa = strstr(a->layout, ";after_layer"), *sb = strstr(b->layout, ";after_flush");
+    return sa && sb && !strcmp(sa, ";after_layer") && !strcmp(sb, ";after_flush") &&
+           sa - a->layout == sb - b->layout && !strncmp(a->layout, b->layout, (size_t)(sa - a->layout)) &&
+           a->op == b->op && !strcmp(a->variant, b->variant) && same_num(a->n_tokens, b->n_tokens) &&
+           same_num(a->heads, b->heads) && same_num(a->k, b->k) && same_num(a->qheads, b->qheads);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* What a decode's scan (kind OPKIND_SCAN) or attention over its winners (OPKIND_ATTN_SPARSE) adds
+ * for following the layer's GEMMs: the median over twin rows of t(after the GEMMs) − t(after a
+ * flush), its standard error 1.2533·sd/√n; 0 where the fit set has no twins (kbench before ce6b1ed),
+ * said to be derived. At most 256 twins a kind are read (the kernels suite has 6 scans and 2
+ * attentions). */
+static void fit_after_layer(fit_t *f, const sel_t *after)
+{
+    static const int kinds[2] = {OPKIND_SCAN, OPKIND_ATTN_SPARSE};
+    static const char *const names[2] = {"after_layer_scan_us", "after_layer_attn_us"};
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        double d[256], pred[256], meas[256], lo = INFINITY, hi = 0;
+        const kbrow_t *used[256];
+        for (size_t i = 0; i < after->n && n < 256; i++)
+            for (size_t j = 0; j < after->n && n < 256; j++) {
+                const kbrow_t *a = after->v[i], *b = after->v[j];
+                if (a->op != kinds[k] || !after_layer_twins(a, b)) continue;
+                d[n] = a->t_med_us - b->t_med_us;
+                pred[n] = b->t_med_us;
+                meas[n] = a->t_med_us;
+                used[n++] = a;
+                lo = fmin(lo, b->t_med_us), hi = fmax(hi, b->t_med_us);
+            }
+        if (!n) {
+            put(f, names[k], 0, 0, NAN, NAN, NULL, 0, "derived: none (no ;after_layer rows with an ;after_flush twin in the fit set)");
+            continue;
+        }
+        double sorted[256], mean = 0, ss = 0;
+        memcpy(sorted, d, n * sizeof *d);
+        qsort(sorted, n, sizeof *sorted, cmp_dbl);
+        double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        for (size_t i = 0; i < n; i++) mean += d[i] / n;
+        for (size_t i = 0; i < n; i++) ss += (d[i] - mean) * (d[i] - mean);
+        double se = n > 1 ? 1.2533 * sqrt(ss / (n - 1)) / sqrt((double)n) : 0;
+        put(f, names[k], med, se, lo, hi, used, n,
+            "median over twin rows of t(right after a layer's GEMMs) - t(right after an L2 flush)");
+        for (size_t i = 0; i < n; i++) pred[i] += med;
+        resid(f, names[k], pred, meas, n);
+        note(f, "%s: %.3g +- %.2g us over %zu twins (%.3g..%.3g)", names[k], med, se, n, sorted[0], sorted[n - 1]);
+    }
+}
 
 int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t **out, err_t *e)
 {
@@ -2632,13 +2694,14 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
         const char *v = kbset_meta(set, i, "ceiling_hbm_gbps");
         if (v && atof(v) > f->hbm_ceiling_GBps) f->hbm_ceiling_GBps = atof(v);
     }
-    sel_t rows = {0};
+    sel_t rows = {0}, after = {0};
     int rc = ERR_OK;
     for (size_t i = 0; i < kbset_n_rows(set) && !rc; i++) {
         const kbrow_t *r = kbset_row(set, i);
         heldout_class_t c = heldout_classify(ho, r, NULL, 0);
         if (c == HELDOUT_FIT && after_other_work(r)) {
-            f->n_unused++;
+            f->n_fit++;
+            if (sel_add(&after, r)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
         } else if (c == HELDOUT_FIT) {
             f->n_fit++;
             if (sel_add(&rows, r)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
@@ -2669,6 +2732,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc) rc = fit_strided(f, &rows, seed, e);
     if (!rc) rc = fit_sharing(f, &rows, seed, e);
     if (!rc) rc = fit_kernels(f, &rows, seed, e);
+    if (!rc) fit_after_layer(f, &after);
     if (!rc) rc = fit_gemm(f, &rows, seed, e);
     if (!rc) rc = fit_l2_writeback(f, &rows, seed, e);
     if (!rc) rc = fit_overhead(f, &rows, OPKIND_LAUNCH, "host_enqueue", "launch_us", e);
@@ -2692,6 +2756,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
     if (!rc && !f->n_p) rc = err_set(e, ERR_INVAL, "fit: the %zu fit rows determine no parameter", rows.n);
     if (!rc && f->n_unused) note(f, "%zu rows are neither fitted nor held out (no rule of the held-out file takes them)", f->n_unused);
     free(rows.v);
+    free(after.v);
     if (rc) {
         fit_free(f);
         return rc;

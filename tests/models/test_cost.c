@@ -227,6 +227,40 @@ Test(cost, per_query_head_attention_and_its_two_combines)
     th_machine_free(&t);
 }
 
+/* A decode's scan and attention over its winners follow the layer's GEMMs: after_layer_scan_us (1.5)
+ * and after_layer_attn_us (0.7) on their fixed times, and on nothing else (the top-k keeps its own);
+ * a plan of kernels timed alone, after an L2 flush as the kernels suite times them, has neither. */
+Test(cost, a_decodes_kernels_pay_for_following_the_layers_gemms)
+{
+    tmachine_t t;
+    th_machine(&t, "h200-1", NULL, "qwen3-8b");
+    set(t.cal, "after_layer_scan_us", 1.5);
+    set(t.cal, "after_layer_attn_us", 0.7);
+    double lat[2][3] = {{0}};   /* [alone][scan, attention, top-k] of layer 0 */
+    for (int alone = 0; alone < 2; alone++) {
+        err_t e;
+        provider_t *p = th_provider(&t, "method: pertoken\nbudget: 136\nk: 2048");
+        provider_set_layers_only(p, true);
+        provider_set_kernels_alone(p, alone);
+        plan_t plan;
+        plan_init(&plan);
+        plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
+        cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+        for (uint32_t i = 0; i < plan.n_ops && plan.ops[i].layer == 0; i++) {
+            int k = plan.ops[i].kind == OPKIND_SCAN ? 0 : plan.ops[i].kind == OPKIND_ATTN_SPARSE ? 1
+                  : plan.ops[i].kind == OPKIND_TOPK ? 2 : -1;
+            if (k >= 0) lat[alone][k] = (double)plan.ops[i].cost.latency_ps;
+        }
+        plan_free(&plan);
+        provider_free(p);
+    }
+    cr_expect(lat[1][0] > 0 && lat[1][1] > 0 && lat[1][2] > 0, "%g %g %g", lat[1][0], lat[1][1], lat[1][2]);
+    cr_expect(fabs(lat[0][0] - lat[1][0] - 1.5e6) <= 1, "scan: %g", lat[0][0] - lat[1][0]);
+    cr_expect(fabs(lat[0][1] - lat[1][1] - 0.7e6) <= 1, "attention: %g", lat[0][1] - lat[1][1]);
+    cr_expect_eq(lat[0][2], lat[1][2], "top-k: %g vs %g", lat[0][2], lat[1][2]);
+    th_machine_free(&t);
+}
+
 /* Rows a page or more apart cost ce2d_page_row_ns each, rows of a dense 2D copy ce2d_row_ns. */
 Test(cost, strided_2d_rows_cost_their_own)
 {

@@ -435,8 +435,10 @@ Test(fit, per_query_head_attention_has_its_own_line)
 
 /* Kernels timed right after a layer's GEMMs (";after_layer", 2 us slower here) and their twins after a
  * flush (";after_flush") stay out of every kernel's own line: Fathom's scan keeps the truth's fixed time
- * and efficiency (to 0.1%), where taking them in gives 3.31 us and 0.816 against 3 and 0.85. */
-Test(fit, kernels_after_other_work_stay_out_of_the_kernel_lines)
+ * and efficiency (to 0.1%), where taking them in gives 3.31 us and 0.816 against 3 and 0.85. The twins
+ * give after_layer_scan_us, the truth's 2 us; without twins of an attention, after_layer_attn_us is 0,
+ * said to be derived. */
+Test(fit, kernels_after_the_layers_gemms_give_their_own_term)
 {
     synth_truth_t t;
     synth_default(&t);
@@ -444,6 +446,10 @@ Test(fit, kernels_after_other_work_stay_out_of_the_kernel_lines)
     fixture_t fx = {0};
     fit_synthetic(&fx, &t, 0, 5);
     expect_pair(fx.fit, "scan_fathom", t.kernel_latency_us, t.kernel_mem_eff, 1);
+    const fit_param_t *s = fit_find(fx.fit, "after_layer_scan_us"), *a = fit_find(fx.fit, "after_layer_attn_us");
+    cr_assert(s && a);
+    cr_expect(fabs(s->value - 2) < 0.002, "%g", s->value);
+    cr_expect(a->value == 0 && strstr(a->origin, "derived"), "%g: %s", a->value, a->origin);
     fixture_free(&fx);
 }
 
