@@ -1082,8 +1082,11 @@ static void sec_follow(ks_t *K)
  * h200-2045-next); the follow section's after_gemm rows put the flush between. Per-token 136's and
  * HashAttention's scans from HBM at 32K, 128K and 256K, and attention over winners just written
  * (a memset after the GEMMs or the flush, untimed: as after the step's gather), 8 KV heads at
- * g = 4 and 32 query heads at g = 1, k = 2048. The fit leaves these rows out of every kernel's own
- * line (validation/fit.c, other_kernel). */
+ * g = 4 and 32 query heads at g = 1, k = 2048; and the radix top-k over 8 rows at the same n,
+ * k = 2048, its scores cold both ways, and after a flush with its scores rewritten from a second
+ * buffer (";after_scores": a step's top-k reads the scores its scan has just written; a copy, not a
+ * memset, since the select's passes depend on the values). The fit reads these rows only for the
+ * after-layer terms (validation/fit.c, after_other_work). */
 static void sec_after_layer(ks_t *K, queries_t *Q)
 {
     const kb_model_t *m = kb_model(K->o->model);
@@ -1096,14 +1099,41 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
     const int k = 2048;
     size_t wb = (size_t)HEADS * QGROUP * k * 2 * KREF_D * 2;
     uint16_t *win = (uint16_t *)dalloc(wb);
-    static const char *const what[2] = {"after_flush", "after_layer"};
-    for (int layer = 0; layer < 2; layer++) {
+    float *x = (float *)dalloc(8 * nmax * 4), *x2 = (float *)dalloc(8 * nmax * 4);
+    kb_make_normal(x2, 8 * nmax, 3.0f, 31, K->s);
+    CK(cudaMemcpyAsync(x, x2, 8 * nmax * 4, cudaMemcpyDeviceToDevice, K->s));
+    uint32_t *idx = (uint32_t *)dalloc(8 * k * 4);
+    kb_topk_ws_t *ws = kb_topk_ws_new(8, 8 * nmax);
+    static const char *const what[3] = {"after_flush", "after_layer", "after_scores"};
+    for (int layer = 0; layer < 3; layer++) {
         auto before = [&, layer](cudaStream_t s) {
-            if (layer)
+            if (layer == 1)
                 kb_gemm_layer(g, 1, s);
             else
                 kb_l2_flush(s);
         };
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= K->D.n_max; ni++) {
+            size_t n = ns[ni];
+            kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) { kb_topk(x, 8, n, k, idx, ws, s); }, 20 + n / 1e3,
+                                         [&](cudaStream_t s) {
+                                             before(s);
+                                             if (layer == 2)
+                                                 CK(cudaMemcpyAsync(x, x2, 8 * n * 4, cudaMemcpyDeviceToDevice, s));
+                                         });
+            kb_row_t r = kb_row("topk", "radix");
+            r.n_tokens = (long long)n;
+            r.heads = 8;
+            r.k = k;
+            r.placement = "hbm";
+            char tl[32];
+            snprintf(tl, sizeof tl, ";%s", what[layer]);
+            r.layout = tl;
+            r.bytes_moved = 4.0 * 8 * n * (KREF_TOPK_PASSES + 1);
+            r.ref_gbps = kb_ceil.hbm_gbps;
+            put(K, &r, st, 8.0 * n);
+        }
+        if (layer == 2)
+            break;   /* the scores' twin is the top-k's alone */
         char lay[64];
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= K->D.n_max; ni++)
             for (int kind = 0; kind < 2; kind++) {
@@ -1134,6 +1164,10 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
     CK(cudaFree(qc));
     CK(cudaFree(qsig));
     CK(cudaFree(win));
+    CK(cudaFree(x));
+    CK(cudaFree(x2));
+    CK(cudaFree(idx));
+    kb_topk_ws_free(ws);
     kb_gemm_free(g);
 }
 
