@@ -119,6 +119,7 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         F("attn_sparse_qh_latency_us", attn_qh_latency_s, 1e-6), F("attn_sparse_qh_mem_eff", attn_qh_mem_eff, 1),
         F("attn_sparse_qh_l2_latency_us", attn_qh_l2_latency_s, 1e-6), F("attn_sparse_qh_l2_mem_eff", attn_qh_l2_mem_eff, 1),
         F("after_layer_scan_us", after_layer_scan_s, 1e-6), F("after_layer_attn_us", after_layer_attn_s, 1e-6),
+        F("after_layer_topk_us", after_layer_topk_s, 1e-6), F("topk_scores_l2_us", topk_scores_l2_s, 1e-6),
         F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
         F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
         F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
@@ -536,10 +537,24 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
 
 void cost_after_layer(const cost_t *c, int kind, plan_op_t *op)
 {
-    double s = kind == OPKIND_SCAN ? c->after_layer_scan_s : kind == OPKIND_ATTN_SPARSE ? c->after_layer_attn_s : 0;
-    if (!(s > 0)) return;
-    op->cost.latency_ps += cost_ps(s);
-    calib_note(c->cal, kind == OPKIND_SCAN ? "after_layer_scan_us" : "after_layer_attn_us", NAN);
+    static const struct { int kind; size_t off; const char *name; } t[3] = {
+        {OPKIND_SCAN, offsetof(cost_t, after_layer_scan_s), "after_layer_scan_us"},
+        {OPKIND_ATTN_SPARSE, offsetof(cost_t, after_layer_attn_s), "after_layer_attn_us"},
+        {OPKIND_TOPK, offsetof(cost_t, after_layer_topk_s), "after_layer_topk_us"}};
+    for (int i = 0; i < 3; i++) {
+        double s = *(const double *)((const char *)c + t[i].off);
+        if (t[i].kind != kind || !(s > 0)) continue;
+        op->cost.latency_ps += cost_ps(s);
+        calib_note(c->cal, t[i].name, NAN);
+    }
+}
+
+void cost_topk_scores_in_l2(const cost_t *c, double scores_bytes, plan_op_t *op)
+{
+    if (!(c->topk_scores_l2_s > 0) || !(scores_bytes <= c->l2_bytes)) return;
+    sim_ps_t save = cost_ps(c->topk_scores_l2_s);
+    op->cost.latency_ps = op->cost.latency_ps > save ? op->cost.latency_ps - save : 0;
+    calib_note(c->cal, "topk_scores_l2_us", scores_bytes);
 }
 
 void cost_attn_qh(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t, plan_op_t *op)

@@ -130,7 +130,8 @@ typedef struct cost {
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
     double attn_qh_latency_s, attn_qh_mem_eff;                /* over each query head's own winners */
     double attn_qh_l2_latency_s, attn_qh_l2_mem_eff;
-    double after_layer_scan_s, after_layer_attn_s;           /* a decode's kernel after the layer's GEMMs */
+    double after_layer_scan_s, after_layer_attn_s, after_layer_topk_s; /* a decode's kernel after the layer's GEMMs */
+    double topk_scores_l2_s;                                  /* a top-k over scores just written */
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
@@ -257,11 +258,16 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
  * attention, which could evict the winners, is not modelled. */
 void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, bool qh, plan_op_t *op);
 
-/* Adds to op (a scan or attention over winners, kind `kind`; other kinds unchanged) what it takes more
- * for running after the layer's GEMMs, as a decode's kernels do, than after the L2 flush the kernels
- * suite times it after: after_layer_scan_us or after_layer_attn_us on its fixed time (noted where
+/* Adds to op (a scan, attention over winners or top-k, kind `kind`; other kinds unchanged) what it
+ * takes more for running after the layer's GEMMs, as a decode's kernels do, than after the L2 flush
+ * the kernels suite times it after: after_layer_{scan,attn,topk}_us on its fixed time (noted where
  * it is not 0). */
 void cost_after_layer(const cost_t *c, int kind, plan_op_t *op);
+
+/* Takes off a top-k's fixed time what it saves over scores its scan has just written, where they fit
+ * in the L2 (scores_bytes ≤ l2_bytes): topk_scores_l2_us, against the kernels suite's top-k after a
+ * flush (not below 0; noted where it is not 0). */
+void cost_topk_scores_in_l2(const cost_t *c, double scores_bytes, plan_op_t *op);
 
 /* As cost_kernel for attention over each query head's own winners from HBM (g = 1: a quarter of a
  * GQA group's arithmetic per row, four times the blocks): attn_sparse_qh_latency_us and _mem_eff. */

@@ -182,6 +182,8 @@ static const hwp_def_t cost_defs[] = {
     POS("attn_sparse_l2_mem_eff", "", "attention over winners still in L2: bytes read per query head (a row once per query head attending it) per second, as a fraction of HBM bandwidth"),
     NONNEG("after_layer_scan_us", "us", "time a decode's index scan adds for running after the layer's GEMMs, over its time after an L2 flush (what the GEMMs leave in the L2 and the address translations)"),
     NONNEG("after_layer_attn_us", "us", "time a decode's attention over its winners adds for running after the layer's GEMMs, over its time after an L2 flush"),
+    NONNEG("after_layer_topk_us", "us", "time a decode's top-k adds for running after the layer's GEMMs, over its time after an L2 flush"),
+    NONNEG("topk_scores_l2_us", "us", "time a top-k saves over scores its scan has just written to the L2, against its time after an L2 flush (where the scores fit in the L2)"),
     NONNEG("attn_sparse_qh_latency_us", "us", "fixed time of attention over each query head's own winners (HashAttention: g = 1 over 4x the KV heads' rows)"),
     POS("attn_sparse_qh_mem_eff", "", "fraction of HBM bandwidth attention over each query head's own winners reaches"),
     NONNEG("attn_sparse_qh_l2_latency_us", "us", "fixed time of attention over each query head's own winners still in L2"),

@@ -147,6 +147,10 @@ static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uin
     plan_op_t op = op_new(OPKIND_TOPK, layer, STREAM_COMPUTE);
     double rows = fmax(ly->score_rows, 1);
     cost_topk(&b->p->cost, &b->p->paths, rows, ly->scores / rows, ly->select_k, &op);
+    if (!b->p->kernels_alone) {   /* in a plan, its scores were just written by the scan */
+        cost_after_layer(&b->p->cost, OPKIND_TOPK, &op);
+        cost_topk_scores_in_l2(&b->p->cost, 4.0 * ly->scores, &op);
+    }
     op.bytes_hbm = op.cost.work;
     return add(b, &op, deps, n_deps, id);
 }

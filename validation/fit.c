@@ -2626,15 +2626,15 @@ static bool after_other_work(const kbrow_t *r) { return strstr(r->layout, ";afte
 /* Equal, or both absent (NaN). */
 static bool same_num(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
 
-/* Whether a and b time the same kernel at the same size, a right after a layer's GEMMs and b right
- * after a flush (their layouts equal but for the suffix). */
-static bool after_layer_twins(const kbrow_t *a, const kbrow_t *b)
+/* Whether a and b time the same kernel at the same size, a with layout suffix sa (";after_layer",
+ * ";after_scores") and b with sb (";after_flush"), their layouts equal but for it. */
+static bool twins(const kbrow_t *a, const char *sa, const kbrow_t *b, const char *sb)
 {
-    const char *sa = strstr(a->layout, ";after_layer"), *sb = strstr(b->layout, ";after_flush");
-    return sa && sb && !strcmp(sa, ";after_layer") && !strcmp(sb, ";after_flush") &&
-           sa - a->layout == sb - b->layout && !strncmp(a->layout, b->layout, (size_t)(sa - a->layout)) &&
-           a->op == b->op && !strcmp(a->variant, b->variant) && same_num(a->n_tokens, b->n_tokens) &&
-           same_num(a->heads, b->heads) && same_num(a->k, b->k) && same_num(a->qheads, b->qheads);
+    const char *pa = strstr(a->layout, sa), *pb = strstr(b->layout, sb);
+    return pa && pb && !strcmp(pa, sa) && !strcmp(pb, sb) && pa - a->layout == pb - b->layout &&
+           !strncmp(a->layout, b->layout, (size_t)(pa - a->layout)) && a->op == b->op &&
+           !strcmp(a->variant, b->variant) && same_num(a->n_tokens, b->n_tokens) && same_num(a->heads, b->heads) &&
+           same_num(a->k, b->k) && same_num(a->qheads, b->qheads);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -2643,46 +2643,56 @@ static int cmp_dbl(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* What a decode's scan (kind OPKIND_SCAN) or attention over its winners (OPKIND_ATTN_SPARSE) adds
- * for following the layer's GEMMs: the median over twin rows of t(after the GEMMs) − t(after a
- * flush), its standard error 1.2533·sd/√n; 0 where the fit set has no twins (kbench before ce6b1ed),
- * said to be derived. At most 256 twins a kind are read (the kernels suite has 6 scans and 2
- * attentions). */
+/* One term from twin rows of kind `op`: `sign`·(t(suffix sa) − t(";after_flush")), its median over
+ * the twins (at least 0), standard error 1.2533·sd/√n; 0 where the fit set has no twins (kbench
+ * before ce6b1ed), said to be derived. At most 256 twins are read (the kernels suite has 3 to 6). */
+static void fit_twin_term(fit_t *f, const sel_t *after, int op, const char *sa, double sign, const char *name,
+                          const char *how)
+{
+    size_t n = 0;
+    double d[256], pred[256], meas[256], lo = INFINITY, hi = 0;
+    const kbrow_t *used[256];
+    for (size_t i = 0; i < after->n && n < 256; i++)
+        for (size_t j = 0; j < after->n && n < 256; j++) {
+            const kbrow_t *a = after->v[i], *b = after->v[j];
+            if (a->op != op || !twins(a, sa, b, ";after_flush")) continue;
+            d[n] = sign * (a->t_med_us - b->t_med_us);
+            pred[n] = b->t_med_us;
+            meas[n] = a->t_med_us;
+            used[n++] = a;
+            lo = fmin(lo, b->t_med_us), hi = fmax(hi, b->t_med_us);
+        }
+    if (!n) {
+        char why[120];
+        snprintf(why, sizeof why, "derived: none (no %s rows with an ;after_flush twin in the fit set)", sa);
+        put(f, name, 0, 0, NAN, NAN, NULL, 0, why);
+        return;
+    }
+    double sorted[256], mean = 0, ss = 0;
+    memcpy(sorted, d, n * sizeof *d);
+    qsort(sorted, n, sizeof *sorted, cmp_dbl);
+    double med = fmax(n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]), 0);
+    for (size_t i = 0; i < n; i++) mean += d[i] / n;
+    for (size_t i = 0; i < n; i++) ss += (d[i] - mean) * (d[i] - mean);
+    double se = n > 1 ? 1.2533 * sqrt(ss / (n - 1)) / sqrt((double)n) : 0;
+    put(f, name, med, se, lo, hi, used, n, how);
+    for (size_t i = 0; i < n; i++) pred[i] += sign * med;
+    resid(f, name, pred, meas, n);
+    note(f, "%s: %.3g +- %.2g us over %zu twins (%.3g..%.3g)", name, med, se, n, sorted[0], sorted[n - 1]);
+}
+
+/* What a decode's scan, attention over its winners and top-k add for following the layer's GEMMs
+ * (their time right after the GEMMs less their time right after a flush), and what a top-k saves
+ * over scores its scan has just written to the L2 (its time after a flush less its time over scores
+ * rewritten after the flush). */
 static void fit_after_layer(fit_t *f, const sel_t *after)
 {
-    static const int kinds[2] = {OPKIND_SCAN, OPKIND_ATTN_SPARSE};
-    static const char *const names[2] = {"after_layer_scan_us", "after_layer_attn_us"};
-    for (int k = 0; k < 2; k++) {
-        size_t n = 0;
-        double d[256], pred[256], meas[256], lo = INFINITY, hi = 0;
-        const kbrow_t *used[256];
-        for (size_t i = 0; i < after->n && n < 256; i++)
-            for (size_t j = 0; j < after->n && n < 256; j++) {
-                const kbrow_t *a = after->v[i], *b = after->v[j];
-                if (a->op != kinds[k] || !after_layer_twins(a, b)) continue;
-                d[n] = a->t_med_us - b->t_med_us;
-                pred[n] = b->t_med_us;
-                meas[n] = a->t_med_us;
-                used[n++] = a;
-                lo = fmin(lo, b->t_med_us), hi = fmax(hi, b->t_med_us);
-            }
-        if (!n) {
-            put(f, names[k], 0, 0, NAN, NAN, NULL, 0, "derived: none (no ;after_layer rows with an ;after_flush twin in the fit set)");
-            continue;
-        }
-        double sorted[256], mean = 0, ss = 0;
-        memcpy(sorted, d, n * sizeof *d);
-        qsort(sorted, n, sizeof *sorted, cmp_dbl);
-        double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-        for (size_t i = 0; i < n; i++) mean += d[i] / n;
-        for (size_t i = 0; i < n; i++) ss += (d[i] - mean) * (d[i] - mean);
-        double se = n > 1 ? 1.2533 * sqrt(ss / (n - 1)) / sqrt((double)n) : 0;
-        put(f, names[k], med, se, lo, hi, used, n,
-            "median over twin rows of t(right after a layer's GEMMs) - t(right after an L2 flush)");
-        for (size_t i = 0; i < n; i++) pred[i] += med;
-        resid(f, names[k], pred, meas, n);
-        note(f, "%s: %.3g +- %.2g us over %zu twins (%.3g..%.3g)", names[k], med, se, n, sorted[0], sorted[n - 1]);
-    }
+    static const char *const layer_how = "median over twin rows of t(right after a layer's GEMMs) - t(right after an L2 flush)";
+    fit_twin_term(f, after, OPKIND_SCAN, ";after_layer", 1, "after_layer_scan_us", layer_how);
+    fit_twin_term(f, after, OPKIND_ATTN_SPARSE, ";after_layer", 1, "after_layer_attn_us", layer_how);
+    fit_twin_term(f, after, OPKIND_TOPK, ";after_layer", 1, "after_layer_topk_us", layer_how);
+    fit_twin_term(f, after, OPKIND_TOPK, ";after_scores", -1, "topk_scores_l2_us",
+                  "median over twin rows of t(right after an L2 flush) - t(over its scores rewritten after the flush)");
 }
 
 int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t **out, err_t *e)

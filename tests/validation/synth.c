@@ -361,7 +361,9 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
             t->kernel_latency_us + fmax(b, t->scan_fathom_fill_bytes) / hbm, -1, "fathom", 1, -1);
     }
-    /* the same scan right after a layer's GEMMs, after_layer_us slower, and after a flush as above */
+    /* the same scan right after a layer's GEMMs, after_layer_us slower, and after a flush as above;
+     * top-ks (any base time: only the twins' differences are read) after a flush, after the GEMMs,
+     * and over scores just written */
     for (int w = 0; w < 2 && t->after_layer_us > 0; w++) {
         o.layout = w ? "full;after_layer" : "full;after_flush";
         for (double n = 4096; n <= 262144; n *= 4) {
@@ -370,6 +372,15 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
                 t->kernel_latency_us + (w ? t->after_layer_us : 0) + fmax(b, t->scan_fathom_fill_bytes) / hbm, -1,
                 "fathom", 1, -1);
         }
+    }
+    static const char *const tk_lay[3] = {";after_flush", ";after_layer", ";after_scores"};
+    for (int w = 0; w < 3 && t->after_layer_us > 0; w++) {
+        o.layout = tk_lay[w];
+        o.k = 2048;
+        for (double n = 32768; n <= 262144; n *= 2)
+            row(&o, "kernels", "topk", "radix", n, -1, -1, -1, -1, -1, "alone", 4 * 8 * n * 4,
+                50 + n / 1e4 + (w == 1 ? t->after_layer_us : w == 2 ? -t->topk_scores_l2_us : 0), -1, "", 1, -1);
+        o.k = 0;
     }
     /* the same scan over its index still in the L2 ("compact;l2"), where the truth gives it a rate,
      * its times off the line by +w, -w, +w (the truth's wobble) */

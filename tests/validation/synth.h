@@ -18,8 +18,9 @@ typedef struct synth_truth {
      * 32·k rows of 512 B) with the winners in L2, at this fixed time and fraction of HBM bandwidth */
     double attn_qh_l2_latency_us, attn_qh_l2_mem_eff;
     /* > 0: kbench's scans at 4K-256K also timed right after a layer's GEMMs (";after_layer"), this
-     * much slower, and after a flush (";after_flush") as the plain rows */
-    double after_layer_us;
+     * much slower, and after a flush (";after_flush") as the plain rows; and top-ks over 8 rows at
+     * 32K-256K both ways, and over scores just written (";after_scores"), topk_scores_l2_us faster */
+    double after_layer_us, topk_scores_l2_us;
     double graph_launch_us;
     double hbm_GBps;
     double ce_b2b_gap_us, ce2d_page_row_ns, combine_latency_us, combine_split_ns, combine_l2_latency_us, combine_l2_split_ns;

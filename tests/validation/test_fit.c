@@ -436,19 +436,23 @@ Test(fit, per_query_head_attention_has_its_own_line)
 /* Kernels timed right after a layer's GEMMs (";after_layer", 2 us slower here) and their twins after a
  * flush (";after_flush") stay out of every kernel's own line: Fathom's scan keeps the truth's fixed time
  * and efficiency (to 0.1%), where taking them in gives 3.31 us and 0.816 against 3 and 0.85. The twins
- * give after_layer_scan_us, the truth's 2 us; without twins of an attention, after_layer_attn_us is 0,
- * said to be derived. */
+ * give after_layer_scan_us and after_layer_topk_us, the truth's 2 us, and topk_scores_l2_us, its 4.5
+ * us; without twins of an attention, after_layer_attn_us is 0, said to be derived. */
 Test(fit, kernels_after_the_layers_gemms_give_their_own_term)
 {
     synth_truth_t t;
     synth_default(&t);
     t.after_layer_us = 2;
+    t.topk_scores_l2_us = 4.5;
     fixture_t fx = {0};
     fit_synthetic(&fx, &t, 0, 5);
     expect_pair(fx.fit, "scan_fathom", t.kernel_latency_us, t.kernel_mem_eff, 1);
     const fit_param_t *s = fit_find(fx.fit, "after_layer_scan_us"), *a = fit_find(fx.fit, "after_layer_attn_us");
-    cr_assert(s && a);
+    const fit_param_t *k = fit_find(fx.fit, "after_layer_topk_us"), *w = fit_find(fx.fit, "topk_scores_l2_us");
+    cr_assert(s && a && k && w);
     cr_expect(fabs(s->value - 2) < 0.002, "%g", s->value);
+    cr_expect(fabs(k->value - 2) < 0.002, "%g", k->value);
+    cr_expect(fabs(w->value - 4.5) < 0.002, "%g", w->value);
     cr_expect(a->value == 0 && strstr(a->origin, "derived"), "%g: %s", a->value, a->origin);
     fixture_free(&fx);
 }
