@@ -176,14 +176,14 @@ static void run_case(st_t *X, const kb_layer_data_t *D, const kb_step_cfg_t *c)
 }
 
 /* The body's time from an event after a spin (the GPU busy, as in time_steps) to an event after it,
- * over the repetitions more_reps gives a step; `flush`: an L2 flush before each spin. */
-template <typename F> static kb_stats_t time_window(st_t *X, F body, int flush = 0)
+ * over the repetitions more_reps gives a step: `flush`, an L2 flush before each spin; pre() runs
+ * after the spin and before the first event, post() behind the second (both untimed). */
+template <typename P, typename F, typename Q>
+static kb_stats_t time_events(st_t *X, int flush, P pre, F body, Q post)
 {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
-    body();
-    CK(cudaStreamSynchronize(X->s));
     static double t[KB_STEP_REPS];
     double spent = 0;
     int r = 0;
@@ -191,10 +191,12 @@ template <typename F> static kb_stats_t time_window(st_t *X, F body, int flush =
         if (flush)
             kb_l2_flush(X->s);
         lead_spin(X);
+        pre();
         CK(cudaEventRecord(a, X->s));
         body();
         CK(cudaEventRecord(b, X->s));
-        CK(cudaEventSynchronize(b));
+        post();
+        CK(cudaStreamSynchronize(X->s));
         CKL();
         float ms;
         CK(cudaEventElapsedTime(&ms, a, b));
@@ -204,6 +206,14 @@ template <typename F> static kb_stats_t time_window(st_t *X, F body, int flush =
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
     return kb_stats(t, r);
+}
+
+/* time_events of the body alone, after one untimed run of it. */
+template <typename F> static kb_stats_t time_window(st_t *X, F body, int flush = 0)
+{
+    body();
+    CK(cudaStreamSynchronize(X->s));
+    return time_events(X, flush, [] {}, body, [] {});
 }
 
 /* --only chain: a layer step with its stage events (the suite's rows), the same layer with none,
@@ -251,33 +261,13 @@ static void lead_pairs(st_t *X, const kb_layer_data_t *D, const kb_method_t ms[3
  * before the first event (untimed) and those of mask `post` queued behind the second. */
 static kb_stats_t time_between(st_t *X, kb_session_t *S, unsigned pre, int i, unsigned post)
 {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    static double t[KB_STEP_REPS];
-    double spent = 0;
-    int r = 0;
-    while (more_reps(r, spent, KB_STEP_REPS, X->o->quick)) {
-        lead_spin(X);
+    auto stages = [X, S](unsigned mask) {
         for (int j = 0; j < KB_STEP_MAX_STAGES; j++)
-            if (pre >> j & 1)
+            if (mask >> j & 1)
                 kb_session_stage(S, X->s, j);
-        CK(cudaEventRecord(a, X->s));
-        kb_session_stage(S, X->s, i);
-        CK(cudaEventRecord(b, X->s));
-        for (int j = 0; j < KB_STEP_MAX_STAGES; j++)
-            if (post >> j & 1)
-                kb_session_stage(S, X->s, j);
-        CK(cudaStreamSynchronize(X->s));
-        CKL();
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t[r] = ms * 1e3;
-        spent += t[r++];
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return kb_stats(t, r);
+    };
+    return time_events(X, 0, [&] { stages(pre); }, [&] { kb_session_stage(S, X->s, i); },
+                       [&] { stages(post); });
 }
 
 /* --only next: per-token 136's 32K step (index in HBM) as the suite times it, then its scan (the
