@@ -67,6 +67,9 @@ typedef struct {
 
 /* Time fn with CUDA events (after warm-up), per repetition. */
 kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_timing_t *tm);
+/* kb_time with post (may be NULL) queued behind each repetition's end event, untimed, as the work
+ * that follows a kernel in a decode is queued behind it while it runs. */
+kb_stats_t kb_time_around(kb_fn fn, kb_fn prep, kb_fn post, void *ctx, cudaStream_t s, const kb_timing_t *tm);
 
 /* Repetitions for a p99 with three samples above it (interpolated at 0.99 (n - 1)), taken of
  * ops shorter than KB_SHORT_OP_US within the time budget. */

@@ -64,6 +64,11 @@ kb_timing_t kb_timing_for(double est_us, int quick)
 
 kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_timing_t *tm)
 {
+    return kb_time_around(fn, prep, NULL, ctx, s, tm);
+}
+
+kb_stats_t kb_time_around(kb_fn fn, kb_fn prep, kb_fn post, void *ctx, cudaStream_t s, const kb_timing_t *tm)
+{
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
@@ -71,6 +76,8 @@ kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_tim
         if (prep)
             prep(ctx, s);
         fn(ctx, s);
+        if (post)
+            post(ctx, s);
     }
     CK(cudaStreamSynchronize(s));
     double *t = (double *)malloc(tm->max_reps * sizeof *t);
@@ -82,6 +89,8 @@ kb_stats_t kb_time(kb_fn fn, kb_fn prep, void *ctx, cudaStream_t s, const kb_tim
         CK(cudaEventRecord(a, s));
         fn(ctx, s);
         CK(cudaEventRecord(b, s));
+        if (post)
+            post(ctx, s);
         CK(cudaEventSynchronize(b));
         CKL();
         float ms;

@@ -39,19 +39,27 @@ typedef struct {
     int flush_fetch;               /* --only index_fetch: also each SM fetch after an L2 flush */
 } ks_t;
 
-/* Time any callable f(stream) with kb_time; prep(stream) runs before each
- * repetition, outside the timed events (kb_time passes one context to both). */
-template <class F, class P> struct timed_t {
+/* Time any callable f(stream) with kb_time_around; prep(stream) runs before each repetition,
+ * outside the timed events, and post(stream) is queued behind them, untimed (kb_time_around
+ * passes one context to all three). */
+template <class F, class P, class Q> struct timed_t {
     F f;
     P prep;
+    Q post;
 };
 template <class C> static void timed_fn(void *p, cudaStream_t s) { ((C *)p)->f(s); }
 template <class C> static void timed_prep(void *p, cudaStream_t s) { ((C *)p)->prep(s); }
-template <class F, class P> static kb_stats_t time_it_prep(ks_t *K, F f, double est_us, P prep)
+template <class C> static void timed_post(void *p, cudaStream_t s) { ((C *)p)->post(s); }
+template <class F, class P, class Q> static kb_stats_t time_around(ks_t *K, F f, double est_us, P prep, Q post)
 {
     kb_timing_t tm = kb_timing_for(est_us, K->o->quick);
-    timed_t<F, P> c = {f, prep};
-    return kb_time(timed_fn<timed_t<F, P>>, timed_prep<timed_t<F, P>>, &c, K->s, &tm);
+    typedef timed_t<F, P, Q> C;
+    C c = {f, prep, post};
+    return kb_time_around(timed_fn<C>, timed_prep<C>, timed_post<C>, &c, K->s, &tm);
+}
+template <class F, class P> static kb_stats_t time_it_prep(ks_t *K, F f, double est_us, P prep)
+{
+    return time_around(K, f, est_us, prep, [](cudaStream_t) {});
 }
 /* The common prep: an L2 flush for cold rows, or nothing. */
 template <class F> static kb_stats_t time_it(ks_t *K, F f, double est_us, int flush)
@@ -1075,18 +1083,21 @@ static void sec_follow(ks_t *K)
     kb_gemm_free(g);
 }
 
-/* A kernel as a decode runs it: right after a layer's four cuBLAS GEMMs (batch 1) with no L2 flush
- * between (layout "<layout>;after_layer"), against the suite's way, right after a flush
- * ("<layout>;after_flush"). In a step every kernel runs 0.3-1.8 us longer than the suite times it
- * after a flush, and the layer's GEMMs before it are what does it (validation/data/
- * h200-2045-next); the follow section's after_gemm rows put the flush between. Per-token 136's and
- * HashAttention's scans from HBM at 32K, 128K and 256K, and attention over winners just written
- * (a memset after the GEMMs or the flush, untimed: as after the step's gather), 8 KV heads at
- * g = 4 and 32 query heads at g = 1, k = 2048; and the radix top-k over 8 rows at the same n,
- * k = 2048, its scores cold both ways, and after a flush with its scores rewritten from a second
- * buffer (";after_scores": a step's top-k reads the scores its scan has just written; a copy, not a
+/* A kernel as a decode runs it: with the layer's four cuBLAS GEMMs (batch 1) queued behind its end
+ * event (layout "<layout>;after_layer": in a decode each layer's kernels run with those GEMMs
+ * queued behind them), against the same with nothing behind ("<layout>;after_flush"). Both start
+ * after an L2 flush and the step suite's lead spin, so that the kernel and what follows it are
+ * queued before it runs. In a step every kernel runs 0.3-1.8 us longer than the suite times it
+ * alone, and the GEMMs queued behind it are what does it: right before it, with or without a spin
+ * or an idle gap between, they do not (validation/data/h200-2045-next, h200-2153-gap, h200-2157-behind).
+ * Per-token 136's and HashAttention's scans from HBM at 32K, 128K and 256K, and attention over
+ * winners just written (a memset after the flush, untimed: as after the step's gather), 8 KV heads
+ * at g = 4 and 32 query heads at g = 1, k = 2048; and the radix top-k over 8 rows at the same n,
+ * k = 2048, its scores cold both ways, and with its scores rewritten from a second buffer after the
+ * flush (";after_scores": a step's top-k reads the scores its scan has just written; a copy, not a
  * memset, since the select's passes depend on the values). The fit reads these rows only for the
  * after-layer terms (validation/fit.c, after_other_work). */
+#define AFTER_SPIN_US 110 /* the step suite's lead spin, 100 us + U[0, 20) */
 static void sec_after_layer(ks_t *K, queries_t *Q)
 {
     const kb_model_t *m = kb_model(K->o->model);
@@ -1105,56 +1116,62 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
     uint32_t *idx = (uint32_t *)dalloc(8 * k * 4);
     kb_topk_ws_t *ws = kb_topk_ws_new(8, 8 * nmax);
     static const char *const what[3] = {"after_flush", "after_layer", "after_scores"};
-    for (int layer = 0; layer < 3; layer++) {
-        auto before = [&, layer](cudaStream_t s) {
-            if (layer == 1)
-                kb_gemm_layer(g, 1, s);
-            else
+    for (int w = 0; w < 3; w++) {
+        /* prep's work (untimed) ends in the lead spin, during which the host queues the rest */
+        auto spun = [](auto work) {
+            return [work](cudaStream_t s) {
                 kb_l2_flush(s);
+                work(s);
+                kb_spin(AFTER_SPIN_US, s);
+            };
         };
+        auto behind = [&, w](cudaStream_t s) {
+            if (w == 1)
+                kb_gemm_layer(g, 1, s);
+        };
+        char lay[64];
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= K->D.n_max; ni++) {
             size_t n = ns[ni];
-            kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) { kb_topk(x, 8, n, k, idx, ws, s); }, 20 + n / 1e3,
-                                         [&](cudaStream_t s) {
-                                             before(s);
-                                             if (layer == 2)
-                                                 CK(cudaMemcpyAsync(x, x2, 8 * n * 4, cudaMemcpyDeviceToDevice, s));
-                                         });
+            auto prep = spun([&, w, n](cudaStream_t s) {
+                if (w == 2)
+                    CK(cudaMemcpyAsync(x, x2, 8 * n * 4, cudaMemcpyDeviceToDevice, s));
+            });
             kb_row_t r = kb_row("topk", "radix");
             r.n_tokens = (long long)n;
             r.heads = 8;
             r.k = k;
             r.placement = "hbm";
-            char tl[32];
-            snprintf(tl, sizeof tl, ";%s", what[layer]);
-            r.layout = tl;
+            snprintf(lay, sizeof lay, ";%s", what[w]);
+            r.layout = lay;
             r.bytes_moved = 4.0 * 8 * n * (KREF_TOPK_PASSES + 1);
             r.ref_gbps = kb_ceil.hbm_gbps;
-            put(K, &r, st, 8.0 * n);
+            put(K, &r, time_around(K, [&](cudaStream_t s) { kb_topk(x, 8, n, k, idx, ws, s); }, 20 + n / 1e3, prep,
+                                   behind),
+                8.0 * n);
         }
-        if (layer == 2)
+        if (w == 2)
             break;   /* the scores' twin is the top-k's alone */
-        char lay[64];
+        auto cold = spun([](cudaStream_t) {});
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= K->D.n_max; ni++)
             for (int kind = 0; kind < 2; kind++) {
                 size_t n = ns[ni];
-                snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[layer]);
+                snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[w]);
                 kb_row_t r = follow_scan_row(kind, n, lay);
-                put(K, &r, time_it_prep(K, [&](cudaStream_t s) { follow_scan(K, kind, n, qc, qsig, sc, s); }, 10,
-                                        before),
+                put(K, &r, time_around(K, [&](cudaStream_t s) { follow_scan(K, kind, n, qc, qsig, sc, s); }, 10,
+                                       cold, behind),
                     (double)HEADS * n);
             }
         for (int qh = 0; qh < 2; qh++) {
             int heads = qh ? HEADS * QGROUP : HEADS, gq = qh ? 1 : QGROUP, nsp = kb_attn_splits(k, heads);
             void *part = dalloc(kb_attn_part_bytes(heads, nsp, gq));
-            kb_stats_t st = time_it_prep(K, [&](cudaStream_t s) {
-                kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, gq, heads, k, nsp, 0,
-                                nsp, part, s);
-            }, 10, [&](cudaStream_t s) {
-                before(s);
+            auto written = spun([&, heads](cudaStream_t s) {
                 CK(cudaMemsetAsync(win, 0x3b, (size_t)heads * k * 2 * KREF_D * 2, s));
             });
-            snprintf(lay, sizeof lay, "%s;l2;%s", qh ? "interleaved;qh" : "interleaved", what[layer]);
+            kb_stats_t st = time_around(K, [&](cudaStream_t s) {
+                kb_attn_partial(win, (size_t)k * 2 * KREF_D, 2 * KREF_D, KREF_D, Q->q, gq, heads, k, nsp, 0,
+                                nsp, part, s);
+            }, 10, written, behind);
+            snprintf(lay, sizeof lay, "%s;l2;%s", qh ? "interleaved;qh" : "interleaved", what[w]);
             kb_row_t r = attn_row(k, heads, gq, lay);
             put(K, &r, st, (double)heads * k);
             CK(cudaFree(part));
@@ -1188,7 +1205,7 @@ int kb_suite_kernels(const kb_opts_t *o)
     bool only_follow = o->only && !strcmp(o->only, "follow");
     /* --only attn: the sparse attention rows alone (both shapes, cold and in L2; no fetch rows) */
     bool only_attn = o->only && !strcmp(o->only, "attn");
-    /* --only after_layer: the kernels right after a layer's GEMMs, and after a flush */
+    /* --only after_layer: the kernels with a layer's GEMMs queued behind them, and with nothing */
     bool only_layer = o->only && !strcmp(o->only, "after_layer");
     if (o->only && !only_fetch && !only_topk && !only_follow && !only_attn && !only_layer) {
         fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span, follow, attn or after_layer\n");
