@@ -130,7 +130,7 @@ typedef struct cost {
     double attn_l2_latency_s, attn_l2_mem_eff, l2_bytes;     /* attention over winners still in L2 */
     double attn_qh_latency_s, attn_qh_mem_eff;                /* over each query head's own winners */
     double attn_qh_l2_latency_s, attn_qh_l2_mem_eff;
-    double after_layer_scan_s, after_layer_attn_s, after_layer_topk_s; /* a decode's kernel after the layer's GEMMs */
+    double after_layer_scan_s, after_layer_attn_s, after_layer_topk_s; /* a decode's kernel, the layer's GEMMs queued behind it */
     double topk_scores_l2_s;                                  /* a top-k over scores just written */
     double attn_dense_block_s;         /* dense attention: per split-K block an SM runs in turn */
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
@@ -259,9 +259,9 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
 void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, bool qh, plan_op_t *op);
 
 /* Adds to op (a scan, attention over winners or top-k, kind `kind`; other kinds unchanged) what it
- * takes more for running after the layer's GEMMs, as a decode's kernels do, than after the L2 flush
- * the kernels suite times it after: after_layer_{scan,attn,topk}_us on its fixed time (noted where
- * it is not 0). */
+ * takes more for running with the layer's GEMMs queued behind it, as a decode's kernels do, than
+ * alone as the kernels suite times it: after_layer_{scan,attn,topk}_us on its fixed time (noted
+ * where it is not 0). */
 void cost_after_layer(const cost_t *c, int kind, plan_op_t *op);
 
 /* Takes off a top-k's fixed time what it saves over scores its scan has just written, where they fit

@@ -68,8 +68,9 @@ void provider_set_layers_only(provider_t *p, bool on);
  * gather on its own: their address translations stay cached up to gather_warm_rows (in a step they
  * are cold). */
 void provider_set_gathers_alone(provider_t *p, bool on);
-/* Each kernel runs right after an L2 flush, as kbench's kernels suite times it, not after the layer's
- * GEMMs as a decode's kernels do: without cost_after_layer's time (default off: a decode). */
+/* Each kernel runs alone after an L2 flush, as kbench's kernels suite times it, not with the layer's
+ * GEMMs queued behind it as a decode's kernels do: without cost_after_layer's time (default off: a
+ * decode). */
 void provider_set_kernels_alone(provider_t *p, bool on);
 /* The plan's first op launched before the timed window opened (kbench's step repetitions starting on
  * a busy GPU): its launch costs the plan nothing; the rest launch as the host reaches them. */

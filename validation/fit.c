@@ -2617,10 +2617,11 @@ static int fit_graph(fit_t *f, const sel_t *rows, err_t *e)
 
 /* ---- driver ---------------------------------------------------------------------------------- */
 
-/* kbench's kernels timed right after other work rather than after an L2 flush ("<layout>;after_...":
- * after a layer's GEMMs, or after the flush as their twin; kernels suite sec_after_layer): what a
- * decode's kernels pay for following the layer's GEMMs (validation/data/h200-2045-next). Only
- * fit_after_layer reads them; every kernel's own line stays on the rows timed after a flush. */
+/* kbench's kernels timed as in a layer rather than alone after an L2 flush ("<layout>;after_...":
+ * with the layer's GEMMs queued behind them, or with nothing behind as their twin; kernels suite
+ * sec_after_layer): what a decode's kernels pay for the GEMMs queued behind them
+ * (validation/data/h200-2157-behind). Only fit_after_layer reads them; every kernel's own line
+ * stays on the rows timed after a flush. */
 static bool after_other_work(const kbrow_t *r) { return strstr(r->layout, ";after_") != NULL; }
 
 /* Equal, or both absent (NaN). */
@@ -2681,13 +2682,14 @@ static void fit_twin_term(fit_t *f, const sel_t *after, int op, const char *sa, 
     note(f, "%s: %.3g +- %.2g us over %zu twins (%.3g..%.3g)", name, med, se, n, sorted[0], sorted[n - 1]);
 }
 
-/* What a decode's scan, attention over its winners and top-k add for following the layer's GEMMs
- * (their time right after the GEMMs less their time right after a flush), and what a top-k saves
+/* What a decode's scan, attention over its winners and top-k add for the layer's GEMMs queued behind
+ * them (their time with the GEMMs behind less their time with nothing behind), and what a top-k saves
  * over scores its scan has just written to the L2 (its time after a flush less its time over scores
  * rewritten after the flush). */
 static void fit_after_layer(fit_t *f, const sel_t *after)
 {
-    static const char *const layer_how = "median over twin rows of t(right after a layer's GEMMs) - t(right after an L2 flush)";
+    static const char *const layer_how =
+        "median over twin rows of t(;after_layer: the layer's GEMMs queued behind it, kbench 5df4a1b on) - t(;after_flush)";
     fit_twin_term(f, after, OPKIND_SCAN, ";after_layer", 1, "after_layer_scan_us", layer_how);
     fit_twin_term(f, after, OPKIND_ATTN_SPARSE, ";after_layer", 1, "after_layer_attn_us", layer_how);
     fit_twin_term(f, after, OPKIND_TOPK, ";after_layer", 1, "after_layer_topk_us", layer_how);

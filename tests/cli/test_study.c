@@ -143,12 +143,14 @@ Test(study, zero_copy_dense_tail_stage_combines_from_l2)
 
 /* kbench times a stage from an event after the one before: a scan after its index copy starts when
  * the copy's completion reaches the SMs, ce_handoff_us after it; its time alone has no copy before it.
- * A stage of the scan after a copy-engine index fetch takes the hand-off (7 us here) more. */
+ * In its step the layer's GEMMs are queued behind it too (after_layer_scan_us); alone, as the kernels
+ * suite times it, nothing is. A stage of the scan after a copy-engine index fetch takes the hand-off
+ * (7 us here) and the after-layer term (1.5 us) more: 8.5 us. */
 Test(study, stage_after_a_copy_takes_the_handoff)
 {
     static const char *scan =
         "name: scan\n"
-        "hardware: {box: h200-1, set: {ce_handoff_us: 7}}\n"
+        "hardware: {box: h200-1, set: {ce_handoff_us: 7, after_layer_scan_us: 1.5}}\n"
         "model: {name: qwen3-8b}\n"
         "method: {method: pertoken, index_fetch: ce}\n"
         "serving: {mode: streams, session_streams: one, latency_from: device}\n"
@@ -156,7 +158,7 @@ Test(study, stage_after_a_copy_takes_the_handoff)
         "launch_hidden: true, steps: 3}}\n"
         "run: {replications: 1}\n";
     double d = step_change(scan, "workload.probe.stage=true");
-    cr_expect(fabs(d - 7e-6) < 1e-9, "in its step %.9g s slower", d);
+    cr_expect(fabs(d - 8.5e-6) < 1e-9, "in its step %.9g s slower", d);
 }
 
 static int open_fails(const char *yaml, const char *want)

@@ -227,8 +227,9 @@ Test(cost, per_query_head_attention_and_its_two_combines)
     th_machine_free(&t);
 }
 
-/* A decode's scan, attention over its winners and top-k follow the layer's GEMMs: after_layer_scan_us
- * (1.5), after_layer_attn_us (0.7) and after_layer_topk_us (2.0) on their fixed times; the top-k's
+/* A decode's scan, attention over its winners and top-k run with the layer's GEMMs queued behind
+ * them: after_layer_scan_us (1.5), after_layer_attn_us (0.7) and after_layer_topk_us (2.0) on their
+ * fixed times; the top-k's
  * scores (8 rows of 128K: 4 MiB) were just written by the scan and fit in the L2, so it also saves
  * topk_scores_l2_us (5.0): 3 us less in all. A plan of kernels timed alone, after an L2 flush as the
  * kernels suite times them, has none of it. */

@@ -361,8 +361,8 @@ int synth_write_dir(const char *dir, const char *device, const synth_truth_t *t,
         row(&o, "kernels", "scan", "fathom", n, -1, -1, -1, -1, -1, "alone", b,
             t->kernel_latency_us + fmax(b, t->scan_fathom_fill_bytes) / hbm, -1, "fathom", 1, -1);
     }
-    /* the same scan right after a layer's GEMMs, after_layer_us slower, and after a flush as above;
-     * top-ks (any base time: only the twins' differences are read) after a flush, after the GEMMs,
+    /* the same scan with a layer's GEMMs queued behind, after_layer_us slower, and with nothing behind
+     * as above; top-ks (any base time: only the twins' differences are read) both ways,
      * and over scores just written */
     for (int w = 0; w < 2 && t->after_layer_us > 0; w++) {
         o.layout = w ? "full;after_layer" : "full;after_flush";

@@ -17,8 +17,8 @@ typedef struct synth_truth {
     /* > 0: kbench e6617d4's attention over each of 32 query heads' own k = 256..4096 winners (";qh":
      * 32·k rows of 512 B) with the winners in L2, at this fixed time and fraction of HBM bandwidth */
     double attn_qh_l2_latency_us, attn_qh_l2_mem_eff;
-    /* > 0: kbench's scans at 4K-256K also timed right after a layer's GEMMs (";after_layer"), this
-     * much slower, and after a flush (";after_flush") as the plain rows; and top-ks over 8 rows at
+    /* > 0: kbench's scans at 4K-256K also timed with a layer's GEMMs queued behind (";after_layer"),
+     * this much slower, and with nothing behind (";after_flush") as the plain rows; and top-ks over 8 rows at
      * 32K-256K both ways, and over scores just written (";after_scores"), topk_scores_l2_us faster */
     double after_layer_us, topk_scores_l2_us;
     double graph_launch_us;

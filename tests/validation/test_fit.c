@@ -433,8 +433,8 @@ Test(fit, per_query_head_attention_has_its_own_line)
     }
 }
 
-/* Kernels timed right after a layer's GEMMs (";after_layer", 2 us slower here) and their twins after a
- * flush (";after_flush") stay out of every kernel's own line: Fathom's scan keeps the truth's fixed time
+/* Kernels timed with a layer's GEMMs queued behind (";after_layer", 2 us slower here) and their twins
+ * with nothing behind (";after_flush") stay out of every kernel's own line: Fathom's scan keeps the truth's fixed time
  * and efficiency (to 0.1%), where taking them in gives 3.31 us and 0.816 against 3 and 0.85. The twins
  * give after_layer_scan_us and after_layer_topk_us, the truth's 2 us, and topk_scores_l2_us, its 4.5
  * us; without twins of an attention, after_layer_attn_us is 0, said to be derived. */
