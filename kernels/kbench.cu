@@ -15,7 +15,7 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: kbench link|kernels|step|concurrency|pairs [--quick] [-o FILE.csv] "
-                    "[--model NAME] [--max-region GIB] [--only SECTION (link: gather_sweep, idle, a section; kernels: index_fetch, topk_span, follow, attn, after_layer; step: chain, lead, first, dither, stage, long, next)]\n");
+                    "[--model NAME] [--max-region GIB] [--only SECTION (link: gather_sweep, idle, a section; kernels: index_fetch, topk_span, follow, attn, after_layer, behind; step: chain, lead, first, dither, stage, long, next)]\n");
     return 2;
 }
 

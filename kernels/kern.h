@@ -137,5 +137,11 @@ void kb_empty_launch(cudaStream_t s);
 void kb_spin(double us, cudaStream_t s);
 /* Every thread of 4 blocks of 256 per SM waiting us microseconds: a kernel that fills the GPU. */
 void kb_fill_spin(double us, cudaStream_t s);
+/* One block of 256 threads per SM, each block writing and reading smem_bytes of dynamic shared
+ * memory (0 to the SM's opt-in maximum): a kernel asking the SMs for another shared-memory split. */
+void kb_smem_launch(size_t smem_bytes, cudaStream_t s);
+/* An empty kernel launched with programmatic stream serialization allowed (Hopper's programmatic
+ * dependent launch): it may start before the work ahead of it in the stream has finished. */
+void kb_pdl_launch(cudaStream_t s);
 
 #endif

@@ -1188,6 +1188,59 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
     kb_gemm_free(g);
 }
 
+/* --only behind (a look, not in the full suite): per-token 136's 32K scan from HBM, after an L2
+ * flush and the lead spin, with one kind of work queued behind its end event (layout
+ * "pertoken;behind:<what>"): which work queued behind a kernel makes it slower, as the layer's
+ * GEMMs do (validation/data/h200-2157-behind)? */
+static void sec_behind(ks_t *K)
+{
+    const kb_model_t *m = kb_model(K->o->model);
+    kb_gemm_t *g = kb_gemm_new(m, 64);
+    const size_t n = 32768;
+    float *sc = (float *)dalloc(HEADS * QGROUP * n * 4), *qc = (float *)dalloc(HEADS * 32 * 4);
+    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4);
+    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    void *buf = dalloc(64 << 20);
+    int smem_max = 0;
+    CK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    static const char *const what[] = {"none", "gemm_layer", "gemm_qkv", "gemm_qkv_b64", "smem_max",
+                                       "smem_0", "fill_spin", "memset", "copy_d2d", "pdl_empty",
+                                       "empty"};
+    const int nw = sizeof what / sizeof what[0];
+    auto prep = [](cudaStream_t s) {
+        kb_l2_flush(s);
+        kb_spin(AFTER_SPIN_US, s);
+    };
+    for (int rep = 0; rep < 2; rep++)
+        for (int w = 0; w < nw; w++) {
+            auto behind = [&, w](cudaStream_t s) {
+                switch (w) {
+                case 1: kb_gemm_layer(g, 1, s); break;
+                case 2: kb_gemm_run(g, KB_GEMM_QKV, 1, s); break;
+                case 3: kb_gemm_run(g, KB_GEMM_QKV, 64, s); break;
+                case 4: kb_smem_launch((size_t)smem_max, s); break;
+                case 5: kb_smem_launch(0, s); break;
+                case 6: kb_fill_spin(5, s); break;
+                case 7: CK(cudaMemsetAsync(buf, 1, 64 << 20, s)); break;
+                case 8: CK(cudaMemcpyAsync(buf, (char *)buf + (32 << 20), 1 << 20, cudaMemcpyDeviceToDevice, s)); break;
+                case 9: kb_pdl_launch(s); break;
+                case 10: kb_empty_launch(s); break;
+                }
+            };
+            char lay[64];
+            snprintf(lay, sizeof lay, "pertoken;behind:%s", what[w]);
+            kb_row_t r = follow_scan_row(0, n, lay);
+            put(K, &r, time_around(K, [&](cudaStream_t s) { follow_scan(K, 0, n, qc, qsig, sc, s); }, 10, prep,
+                                   behind),
+                (double)HEADS * n);
+        }
+    CK(cudaFree(sc));
+    CK(cudaFree(qc));
+    CK(cudaFree(qsig));
+    CK(cudaFree(buf));
+    kb_gemm_free(g);
+}
+
 int kb_suite_kernels(const kb_opts_t *o)
 {
     ks_t K;
@@ -1207,14 +1260,15 @@ int kb_suite_kernels(const kb_opts_t *o)
     bool only_attn = o->only && !strcmp(o->only, "attn");
     /* --only after_layer: the kernels with a layer's GEMMs queued behind them, and with nothing */
     bool only_layer = o->only && !strcmp(o->only, "after_layer");
-    if (o->only && !only_fetch && !only_topk && !only_follow && !only_attn && !only_layer) {
-        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span, follow, attn or after_layer\n");
+    bool only_behind = o->only && !strcmp(o->only, "behind");
+    if (o->only && !only_fetch && !only_topk && !only_follow && !only_attn && !only_layer && !only_behind) {
+        fprintf(stderr, "kbench: kernels: --only takes index_fetch, topk_span, follow, attn, after_layer or behind\n");
         return 2;
     }
     static const size_t follow_ns[] = {32768};
     static const size_t layer_ns[] = {262144};
-    K.ns = only_fetch ? fetch_ns : only_follow || only_attn ? follow_ns : only_layer ? layer_ns : o->quick || only_topk ? quick : full;
-    K.nn = only_fetch ? 5 : only_topk || only_follow || only_attn || only_layer ? 1 : o->quick ? 3 : 8;
+    K.ns = only_fetch ? fetch_ns : only_follow || only_attn || only_behind ? follow_ns : only_layer ? layer_ns : o->quick || only_topk ? quick : full;
+    K.nn = only_fetch ? 5 : only_topk || only_follow || only_attn || only_layer || only_behind ? 1 : o->quick ? 3 : 8;
     uint64_t seed = (uint64_t)time(NULL);
     fprintf(stderr, "checks: seed %llu\n", (unsigned long long)seed);
     if (kb_checks(seed)) {
@@ -1243,6 +1297,8 @@ int kb_suite_kernels(const kb_opts_t *o)
         sec_winners_attn(&K, &Q);   /* n = 32K: below every winner fetch's n, so attention alone */
     } else if (only_layer) {
         sec_after_layer(&K, &Q);
+    } else if (only_behind) {
+        sec_behind(&K);
     } else {
         sec_launch(&K);
         sec_quantize_flush(&K);
