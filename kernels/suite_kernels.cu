@@ -1191,7 +1191,8 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
 /* --only behind (a look, not in the full suite): per-token 136's 32K scan from HBM, after an L2
  * flush and the lead spin, with one kind of work queued behind its end event (layout
  * "pertoken;behind:<what>"): which work queued behind a kernel makes it slower, as the layer's
- * GEMMs do (validation/data/h200-2157-behind)? */
+ * GEMMs do (validation/data/h200-2157-behind)? Each of the layer's GEMMs alone, the first four
+ * times, and the four after a 1 ms lead (the host done queueing them before the scan runs). */
 static void sec_behind(ks_t *K)
 {
     const kb_model_t *m = kb_model(K->o->model);
@@ -1205,14 +1206,16 @@ static void sec_behind(ks_t *K)
     CK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     static const char *const what[] = {"none", "gemm_layer", "gemm_qkv", "gemm_qkv_b64", "smem_max",
                                        "smem_0", "fill_spin", "memset", "copy_d2d", "pdl_empty",
-                                       "empty"};
+                                       "empty", "gemm_o", "gemm_up", "gemm_down", "gemm_qkv_x4",
+                                       "gemm_layer;lead:1ms"};
     const int nw = sizeof what / sizeof what[0];
-    auto prep = [](cudaStream_t s) {
-        kb_l2_flush(s);
-        kb_spin(AFTER_SPIN_US, s);
-    };
     for (int rep = 0; rep < 2; rep++)
         for (int w = 0; w < nw; w++) {
+            /* the last: the lead spin 1 ms, so the host has queued all four GEMMs before the scan runs */
+            auto prep = [w, nw](cudaStream_t s) {
+                kb_l2_flush(s);
+                kb_spin(w == nw - 1 ? 1000 : AFTER_SPIN_US, s);
+            };
             auto behind = [&, w](cudaStream_t s) {
                 switch (w) {
                 case 1: kb_gemm_layer(g, 1, s); break;
@@ -1225,6 +1228,14 @@ static void sec_behind(ks_t *K)
                 case 8: CK(cudaMemcpyAsync(buf, (char *)buf + (32 << 20), 1 << 20, cudaMemcpyDeviceToDevice, s)); break;
                 case 9: kb_pdl_launch(s); break;
                 case 10: kb_empty_launch(s); break;
+                case 11: kb_gemm_run(g, KB_GEMM_O, 1, s); break;
+                case 12: kb_gemm_run(g, KB_GEMM_UP, 1, s); break;
+                case 13: kb_gemm_run(g, KB_GEMM_DOWN, 1, s); break;
+                case 14:
+                    for (int i = 0; i < 4; i++)
+                        kb_gemm_run(g, KB_GEMM_QKV, 1, s);
+                    break;
+                case 15: kb_gemm_layer(g, 1, s); break;
                 }
             };
             char lay[64];
