@@ -1192,7 +1192,8 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
  * flush and the lead spin, with one kind of work queued behind its end event (layout
  * "pertoken;behind:<what>"): which work queued behind a kernel makes it slower, as the layer's
  * GEMMs do (validation/data/h200-2157-behind)? Each of the layer's GEMMs alone, the first four
- * times, and the four after a 1 ms lead (the host done queueing them before the scan runs). */
+ * times, two and three of them, four different kernels (mixed4; gemm_qkv_mixed3 with the first
+ * GEMM first), and the four after a 1 ms lead (the host done queueing them before the scan runs). */
 static void sec_behind(ks_t *K)
 {
     const kb_model_t *m = kb_model(K->o->model);
@@ -1207,7 +1208,8 @@ static void sec_behind(ks_t *K)
     static const char *const what[] = {"none", "gemm_layer", "gemm_qkv", "gemm_qkv_b64", "smem_max",
                                        "smem_0", "fill_spin", "memset", "copy_d2d", "pdl_empty",
                                        "empty", "gemm_o", "gemm_up", "gemm_down", "gemm_qkv_x4",
-                                       "gemm_layer;lead:1ms"};
+                                       "gemm_qkv_o", "gemm_qkv_o_up", "gemm_o_up_down", "mixed4",
+                                       "gemm_qkv_mixed3", "gemm_layer;lead:1ms"};
     const int nw = sizeof what / sizeof what[0];
     for (int rep = 0; rep < 2; rep++)
         for (int w = 0; w < nw; w++) {
@@ -1235,7 +1237,26 @@ static void sec_behind(ks_t *K)
                     for (int i = 0; i < 4; i++)
                         kb_gemm_run(g, KB_GEMM_QKV, 1, s);
                     break;
-                case 15: kb_gemm_layer(g, 1, s); break;
+                case 15: kb_gemm_run(g, KB_GEMM_QKV, 1, s); kb_gemm_run(g, KB_GEMM_O, 1, s); break;
+                case 16:
+                    for (int i = KB_GEMM_QKV; i <= KB_GEMM_UP; i++)
+                        kb_gemm_run(g, i, 1, s);
+                    break;
+                case 17:
+                    for (int i = KB_GEMM_O; i <= KB_GEMM_DOWN; i++)
+                        kb_gemm_run(g, i, 1, s);
+                    break;
+                case 18:
+                case 19:
+                    if (w == 19)
+                        kb_gemm_run(g, KB_GEMM_QKV, 1, s);
+                    else
+                        kb_smem_launch((size_t)smem_max, s);
+                    kb_fill_spin(1, s);
+                    CK(cudaMemsetAsync(buf, 1, 1 << 20, s));
+                    kb_empty_launch(s);
+                    break;
+                case 20: kb_gemm_layer(g, 1, s); break;
                 }
             };
             char lay[64];
