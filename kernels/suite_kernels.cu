@@ -1025,13 +1025,36 @@ static kb_row_t follow_scan_row(int kind, size_t n, const char *lay)
     return r;
 }
 
-static void follow_scan(ks_t *K, int kind, size_t n, const float *qc, const uint32_t *qsig, float *sc,
-                        cudaStream_t s)
+/* The follow scans' queries and scores (up to nmax tokens): one per-token 136 query set, one
+ * HashAttention signature per query head. */
+typedef struct {
+    float *sc, *qc;
+    uint32_t *qsig;
+} follow_bufs_t;
+
+static follow_bufs_t follow_bufs_new(ks_t *K, size_t nmax)
+{
+    follow_bufs_t b;
+    b.sc = (float *)dalloc(HEADS * QGROUP * nmax * 4);
+    b.qc = (float *)dalloc(HEADS * 32 * 4);
+    b.qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4);
+    kb_make_normal(b.qc, HEADS * 32, 0.17f, 23, K->s);
+    return b;
+}
+
+static void follow_bufs_free(follow_bufs_t *b)
+{
+    CK(cudaFree(b->sc));
+    CK(cudaFree(b->qc));
+    CK(cudaFree(b->qsig));
+}
+
+static void follow_scan(ks_t *K, int kind, size_t n, const follow_bufs_t *b, cudaStream_t s)
 {
     if (kind)
-        kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], qsig, HEADS * QGROUP, n, sc, s);
+        kb_scan_hash((const uint32_t *)K->D.d[KB_M_HASH], b->qsig, HEADS * QGROUP, n, b->sc, s);
     else
-        kb_scan_pertoken(K->D.d[KB_M_PT136], n / 64 * kref_pt_block_bytes(32), 32, qc, HEADS, n, sc, s);
+        kb_scan_pertoken(K->D.d[KB_M_PT136], n / 64 * kref_pt_block_bytes(32), 32, b->qc, HEADS, n, b->sc, s);
 }
 
 /* --only follow: a kernel timed right after other kernels, as inside a step, against the suite's
@@ -1050,10 +1073,9 @@ static void sec_follow(ks_t *K)
     const kb_model_t *m = kb_model(K->o->model);
     kb_gemm_t *g = kb_gemm_new(m, 1);
     kb_topk_ws_t *ws = kb_topk_ws_new(8, 8 * n);
-    float *sc = (float *)dalloc(HEADS * QGROUP * n * 4), *tx = (float *)dalloc(8 * n * 4);
-    float *qc = (float *)dalloc(HEADS * 32 * 4);
-    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4), *idx = (uint32_t *)dalloc(8 * 2048 * 4);
-    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    follow_bufs_t fb = follow_bufs_new(K, n);
+    float *tx = (float *)dalloc(8 * n * 4);
+    uint32_t *idx = (uint32_t *)dalloc(8 * 2048 * 4);
     kb_make_normal(tx, 8 * n, 1.0f, 29, K->s);
     static const char *const what[6] = {"after_flush", "after_gemm", "after_topk", "trailing", "after_spin",
                                         "after_load"};
@@ -1062,7 +1084,7 @@ static void sec_follow(ks_t *K)
             char lay[64];
             snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[w]);
             kb_row_t r = follow_scan_row(kind, n, lay);
-            auto scan = [&](cudaStream_t s) { follow_scan(K, kind, n, qc, qsig, sc, s); };
+            auto scan = [&](cudaStream_t s) { follow_scan(K, kind, n, &fb, s); };
             kb_stats_t st = w == 3 ? time_trailing(K, scan) : time_it_prep(K, scan, 10, [&](cudaStream_t s) {
                 for (int i = 0; i < (w == 1 ? 1 : w == 5 ? 40 : 0); i++)
                     kb_gemm_layer(g, 1, s);
@@ -1074,10 +1096,8 @@ static void sec_follow(ks_t *K)
             });
             put(K, &r, st, (double)HEADS * n);
         }
-    CK(cudaFree(sc));
+    follow_bufs_free(&fb);
     CK(cudaFree(tx));
-    CK(cudaFree(qc));
-    CK(cudaFree(qsig));
     CK(cudaFree(idx));
     kb_topk_ws_free(ws);
     kb_gemm_free(g);
@@ -1104,9 +1124,7 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
     kb_gemm_t *g = kb_gemm_new(m, 1);
     static const size_t ns[] = {32768, 131072, 262144};
     const size_t nmax = 262144;
-    float *sc = (float *)dalloc(HEADS * QGROUP * nmax * 4), *qc = (float *)dalloc(HEADS * 32 * 4);
-    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4);
-    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    follow_bufs_t fb = follow_bufs_new(K, nmax);
     const int k = 2048;
     size_t wb = (size_t)HEADS * QGROUP * k * 2 * KREF_D * 2;
     uint16_t *win = (uint16_t *)dalloc(wb);
@@ -1157,7 +1175,7 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
                 size_t n = ns[ni];
                 snprintf(lay, sizeof lay, "%s;%s", kind ? "signatures" : "pertoken", what[w]);
                 kb_row_t r = follow_scan_row(kind, n, lay);
-                put(K, &r, time_around(K, [&](cudaStream_t s) { follow_scan(K, kind, n, qc, qsig, sc, s); }, 10,
+                put(K, &r, time_around(K, [&](cudaStream_t s) { follow_scan(K, kind, n, &fb, s); }, 10,
                                        cold, behind),
                     (double)HEADS * n);
             }
@@ -1177,9 +1195,7 @@ static void sec_after_layer(ks_t *K, queries_t *Q)
             CK(cudaFree(part));
         }
     }
-    CK(cudaFree(sc));
-    CK(cudaFree(qc));
-    CK(cudaFree(qsig));
+    follow_bufs_free(&fb);
     CK(cudaFree(win));
     CK(cudaFree(x));
     CK(cudaFree(x2));
@@ -1199,9 +1215,7 @@ static void sec_behind(ks_t *K)
     const kb_model_t *m = kb_model(K->o->model);
     kb_gemm_t *g = kb_gemm_new(m, 64);
     const size_t n = 32768;
-    float *sc = (float *)dalloc(HEADS * QGROUP * n * 4), *qc = (float *)dalloc(HEADS * 32 * 4);
-    uint32_t *qsig = (uint32_t *)dalloc(HEADS * QGROUP * 4);
-    kb_make_normal(qc, HEADS * 32, 0.17f, 23, K->s);
+    follow_bufs_t fb = follow_bufs_new(K, n);
     void *buf = dalloc(64 << 20);
     int smem_max = 0;
     CK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
@@ -1262,13 +1276,11 @@ static void sec_behind(ks_t *K)
             char lay[64];
             snprintf(lay, sizeof lay, "pertoken;behind:%s", what[w]);
             kb_row_t r = follow_scan_row(0, n, lay);
-            put(K, &r, time_around(K, [&](cudaStream_t s) { follow_scan(K, 0, n, qc, qsig, sc, s); }, 10, prep,
+            put(K, &r, time_around(K, [&](cudaStream_t s) { follow_scan(K, 0, n, &fb, s); }, 10, prep,
                                    behind),
                 (double)HEADS * n);
         }
-    CK(cudaFree(sc));
-    CK(cudaFree(qc));
-    CK(cudaFree(qsig));
+    follow_bufs_free(&fb);
     CK(cudaFree(buf));
     kb_gemm_free(g);
 }
