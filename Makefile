@@ -202,6 +202,7 @@ clean:
 	rm -rf build
 	@$(MAKE) --no-print-directory -C kernels clean 2>/dev/null || true
 
-# Rewrites the golden report of the default scenario (a reviewed change; CI only compares).
+# Rewrites the golden report of the default scenario on the frozen profile tests/data/golden_calib.yaml
+# (a reviewed change; CI only compares, tests/e2e/golden.sh).
 golden: all
-	./build/rel/odsim run scenarios/default.yaml | tail -n +2 > tests/golden/default.txt
+	./build/rel/odsim run scenarios/default.yaml --set calibration=tests/data/golden_calib.yaml | tail -n +2 > tests/golden/default.txt
