@@ -50,7 +50,7 @@ CMD_NAMES := $(patsubst cli/cmd_%.c,%,$(wildcard cli/cmd_*.c))
 KREF_SRCS := $(wildcard kernels/ref/*.c)
 TEST_DIRS := $(filter-out fuzz,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/*/*.c))))))
 
-.PHONY: all deps run test kernels bench fuzz clean golden guard floor runs FORCE
+.PHONY: all deps run test kernels bench fuzz clean golden guard results floor runs FORCE
 .DEFAULT_GOAL := all
 
 all: deps build/rel/odsim
@@ -146,35 +146,49 @@ test: deps $(TEST_BINS_rel) $(TEST_BINS_san) build/rel/odsim build/dbg/odsim bui
 guard: deps build/rel/tests/test_validation build/rel/odsim
 	./build/rel/tests/test_validation --filter 'guard/*'
 
-# Every other full run fitted and validated on its own with the current model, into
-# validation/results/h<HHMM>/ (the profile, the fit's and validation's text, the cases' CSV).
+# validation/results/ is built, not committed (.gitignore): `make results` (the fit's plots and the
+# held-out validation of the committed profile), `make floor` and `make runs` write it.
+RESULTS := validation/results
+results: deps build/rel/odsim
+	@mkdir -p $(RESULTS)
+	./build/rel/odsim fit validation/data/h200 -o $(RESULTS)/h200.yaml --profile h200-pcie5-vm --plots $(RESULTS) > $(RESULTS)/fit.txt
+	./build/rel/odsim validate validation/data/h200 --out $(RESULTS) > /dev/null
+	@sed -n '/^group summary/,/^$$/p' $(RESULTS)/validate.txt
+
+# The repeats: every validation/data/h200-*/ holding all four suites' CSVs (validation/data/README.md
+# says which are kept and why).
+SUITES := link kernels step concurrency
+REPEATS := $(sort $(foreach d,$(wildcard validation/data/h200-*/),              $(if $(strip $(foreach s,$(SUITES),$(if $(wildcard $(d)$(s).csv),,missing))),,$(patsubst %/,%,$(d)))))
+
+# Every repeat fitted and validated on its own with the current model, into
+# validation/results/<run>/ (the profile, the fit's and validation's text, the cases' CSV).
 runs: deps build/rel/odsim
-	@for r in $(FLOOR_RUNS); do \
-	  d=validation/results/h$${r#h200-}; [ $$r = h200-rerun ] && d=validation/results/rerun; \
+	@for r in $(REPEATS); do \
+	  d=$(RESULTS)/$${r#validation/data/}; \
 	  mkdir -p $$d && \
-	  ./build/rel/odsim fit validation/data/$$r --device h200 -o $$d/h200.yaml > $$d/fit.txt 2>&1 && \
-	  ./build/rel/odsim validate validation/data/$$r --device h200 --calib $$d/h200.yaml --out $$d > /dev/null && \
+	  ./build/rel/odsim fit $$r --device h200 -o $$d/h200.yaml > $$d/fit.txt 2>&1 && \
+	  ./build/rel/odsim validate $$r --device h200 --calib $$d/h200.yaml --out $$d > /dev/null && \
 	  rm -f $$d/validate.json $$d/validate.dat $$d/validate.gp $$d/validate.svg $$d/validate.png && \
 	  echo "$$r: $$(sed -n '/^group summary/,/^$$/p' $$d/validate.txt | awk 'NR > 1 && NF > 3 {printf "%s %s/%s  ", $$1, $$5, $$6}')" \
 	  || exit 1; \
 	done
 
-# The run-to-run floor: the primary run's held-out cases against every other full run of the same
-# kbench on the H200 (validate --repeat), the differences no prediction can be expected to beat;
-# then the predictions with each case's own floor (validate --floor, validation/results/floor/).
-FLOOR_RUNS := h200-2144 h200-2014 h200-2007 h200-1957 h200-1838 h200-1829 h200-1635 h200-1729 h200-1723 h200-1718 h200-1543 h200-1536 h200-1450 h200-1530 h200-1410 h200-1311 h200-1345 h200-1142 h200-1255 h200-0946 h200-0856 h200-0849 h200-0839 h200-0833 h200-0648 h200-0703 h200-0656 h200-0641 h200-0513 h200-0508 h200-0318 h200-0313 h200-0309 h200-0208 h200-0204 h200-0139 h200-0132 h200-0124 h200-0015 h200-2355 h200-2345 h200-2255 h200-2105 h200-rerun
+# The run-to-run floor: the primary run's held-out cases against each repeat (validate --repeat),
+# the differences no prediction can be expected to beat; then the predictions with each case's own
+# floor over all repeats (validate --floor, validation/results/floor/).
 floor: deps build/rel/odsim
-	@for r in $(FLOOR_RUNS); do \
-	  echo "== validation/data/h200 against validation/data/$$r (./build/rel/odsim validate validation/data/h200 --repeat validation/data/$$r)"; \
-	  ./build/rel/odsim validate validation/data/h200 --repeat validation/data/$$r | sed -n '/^group summary/,/^$$/p'; \
-	done > validation/results/floor.txt.tmp
-	@echo "== the predictions, each value against its case's floor over the runs above (validation/results/floor/)" >> validation/results/floor.txt.tmp
-	@./build/rel/odsim validate validation/data/h200 $(foreach r,$(FLOOR_RUNS),--floor validation/data/$(r)) \
-	  --out validation/results/floor > validation/results/floor.out.tmp
-	@sed -n '/^group summary/,/^$$/p' validation/results/floor.out.tmp >> validation/results/floor.txt.tmp
-	@rm -f validation/results/floor.out.tmp
-	@mv validation/results/floor.txt.tmp validation/results/floor.txt
-	@cat validation/results/floor.txt
+	@mkdir -p $(RESULTS)
+	@for r in $(REPEATS); do \
+	  echo "== validation/data/h200 against $$r (./build/rel/odsim validate validation/data/h200 --repeat $$r)"; \
+	  ./build/rel/odsim validate validation/data/h200 --repeat $$r | sed -n '/^group summary/,/^$$/p'; \
+	done > $(RESULTS)/floor.txt.tmp
+	@echo "== the predictions, each value against its case's floor over the runs above (validation/results/floor/)" >> $(RESULTS)/floor.txt.tmp
+	@./build/rel/odsim validate validation/data/h200 $(foreach r,$(REPEATS),--floor $(r)) \
+	  --out $(RESULTS)/floor > $(RESULTS)/floor.out.tmp
+	@sed -n '/^group summary/,/^$$/p' $(RESULTS)/floor.out.tmp >> $(RESULTS)/floor.txt.tmp
+	@rm -f $(RESULTS)/floor.out.tmp
+	@mv $(RESULTS)/floor.txt.tmp $(RESULTS)/floor.txt
+	@cat $(RESULTS)/floor.txt
 
 kernels:
 	@$(MAKE) --no-print-directory -C kernels CUDA_ARCH=$(CUDA_ARCH)

@@ -114,7 +114,7 @@ static void guard_groups(char *bad, size_t n_bad)
 
 /* Every held-out group within the bounds on the primary run (the 21:58 run: 0.69 / 7.1, 1.07 / 4.9,
  * 1.74 / 11.0, 1.27 / 10.5 and 2.47 / 13.6% median / max for processes, streams, context, steps
- * and stages; README, Validation). */
+ * and stages; docs/calibration.md). */
 Test(guard, heldout_groups_within_5pct_median_15pct_max)
 {
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,6 +1,6 @@
 /* The primary run's choice, checked on the committed data: validation/data/h200/ is the latest
  * full run (all four suites) whose suites all started with the link within 1% of the 55.4 GB/s
- * H2D it gives when idle (README, Calibration and validation). The rule is fixed before the
+ * H2D it gives when idle (validation/data/README.md). The rule is fixed before the
  * errors are seen; this keeps a later qualifying run from being left out, or a run that does not
  * qualify from being promoted. Each suite's `# ceiling_h2d_gbps:` is measured at its start; a
  * run's time is its link suite's `# date:`. */
