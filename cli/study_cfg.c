@@ -2,6 +2,7 @@
 
 #include <stddef.h>
 
+#include "sim/exec.h"
 
 #define P(k, t, st, f, d, lo, hi, doc) {k, t, offsetof(st, f), d, lo, hi, NULL, doc}
 #define E(k, st, f, d, ch, doc) {k, CFG_T_ENUM, offsetof(st, f), d, 1, 0, ch, doc}
@@ -28,14 +29,13 @@ static const cfg_param_t model_params[] = {
     N("set", scn_model_t, set, "shape overrides (e.g. layers: 1)"),
 };
 
-static const char *const mode_names[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
 static const char *const admit_names[] = {"reserve", "grow_preempt", "grow_evict", NULL};
 static const char *const place_names[] = {"round_robin", "pack", NULL};
 static const char *const sess_stream_names[] = {"many", "one", NULL};
 static const char *const latency_names[] = {"begin", "device", NULL};
 
 static const cfg_param_t serving_params[] = {
-    E("mode", scn_serving_t, mode, "streams", mode_names,
+    E("mode", scn_serving_t, mode, "streams", exec_mode_names,
       "streams of one process | separate processes (time-sliced kernels) | mps | lockstep or continuous batching"),
     P("cuda_graphs", CFG_T_BOOL, scn_serving_t, cuda_graphs, "false", 1, 0, "one launch per graph segment instead of one per op"),
     P("coarse", CFG_T_BOOL, scn_serving_t, coarse, "false", 1, 0,

@@ -180,7 +180,9 @@ const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n);
 
 /* Names of the extra lost-time categories after the resources ("cap", "launch", "timeslice"). */
 const char *exec_lost_name(int extra);
-/* Name of a mode / admission policy ("streams", "processes", ...), and parse one (-1 if unknown). */
+/* The serving modes' names, indexed by exec_mode_t, NULL-terminated: the one list of them. */
+extern const char *const exec_mode_names[];
+/* Name of a mode ("streams", "processes", ...; "?" if none), and parse one (-1 if unknown). */
 const char *exec_mode_name(exec_mode_t m);
 int exec_mode_parse(const char *s);
 
