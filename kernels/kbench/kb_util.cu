@@ -303,7 +303,7 @@ kb_csv_t *kb_csv_open(const char *path, const char *suite, const char *allocator
     write_platform_meta(c);
     kb_csv_meta(c, "kbench", "%s", KBENCH_VERSION);
     kb_csv_meta(c, "commit", "%s", KBENCH_COMMIT);
-    kb_csv_meta(c, "sources", "%s (sha256 of kernels/*.cu, *.h, ref/*, Makefile, run_calibration.sh: the same kbench, whatever the commit line says)", KBENCH_SOURCES);
+    kb_csv_meta(c, "sources", "%s (sha256 of kernels/*.cu, *.h, ref/*, kbench/*, Makefile: the same kbench, whatever the commit line says)", KBENCH_SOURCES);
     kb_csv_meta(c, "date", "%s", date);
     kb_csv_meta(c, "allocator", "%s", allocator);
     kb_csv_meta(c, "model", "%s", o->model);

@@ -43,9 +43,7 @@ typedef struct {
     const char *model;         /* --model, default qwen3-8b */
     size_t max_region;         /* --max-region BYTES for host regions */
     const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc); kernels:
-                                * index_fetch, the index fetches alone at 1M-4M, or topk_span; step:
-                                * chain, a layer with and without its stage events and 36 in a row;
-                                * lead, 32K steps after a one-thread and a GPU-filling lead spin */
+                                * attn or after_layer, those rows alone */
 } kb_opts_t;
 
 /* Percentiles of repeated timings, microseconds. */
@@ -149,6 +147,5 @@ int kb_suite_link(const kb_opts_t *o);
 int kb_suite_kernels(const kb_opts_t *o);
 int kb_suite_step(const kb_opts_t *o);
 int kb_suite_concurrency(const kb_opts_t *o);
-int kb_suite_pairs(const kb_opts_t *o);
 
 #endif
