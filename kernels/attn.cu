@@ -9,7 +9,7 @@
  * (attn_tail) and whole K/V in HBM or in mapped host memory (attn_dense).
  */
 #include <math.h>
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 #include "ref/attn.h"
 

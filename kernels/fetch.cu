@@ -6,7 +6,7 @@
  * Two numbers: bytes = chunks * chunk_prefix_bytes per head, read over the
  * link and written to HBM; the floor is those bytes over the link's peak.
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 
 #define FETCH_UNROLL 4

@@ -4,7 +4,7 @@
  * negligible. Reading pinned host memory, the floor is the link: npieces *
  * piece / (copy-engine peak).
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 #include "ref/kref.h"
 

@@ -123,25 +123,4 @@ size_t kb_attn_part_bytes(int heads, int total_splits, int g);
 /* A split count that fills the GPU for n rows over heads KV heads. */
 int kb_attn_splits(size_t n, int heads);
 
-/* ---- misc.cu: synthetic data and an empty kernel ------------------------------ */
-
-/* Synthetic keys (ref/kref.h kref_key) as bf16 rows of KREF_D, rows [0, n) of
- * heads heads at k + h * head_stride + t * row_stride (elements); seed per head. */
-void kb_make_keys(uint16_t *k, size_t head_stride, size_t row_stride, int heads, size_t n,
-                  uint64_t seed, cudaStream_t s);
-/* n floats of N(0, scale^2) noise. */
-void kb_make_normal(float *x, size_t n, float scale, uint64_t seed, cudaStream_t s);
-/* An empty kernel launch (launch overhead measurements). */
-void kb_empty_launch(cudaStream_t s);
-/* Keeps stream s busy for about us microseconds (one thread spinning on the global timer). */
-void kb_spin(double us, cudaStream_t s);
-/* Every thread of 4 blocks of 256 per SM waiting us microseconds: a kernel that fills the GPU. */
-void kb_fill_spin(double us, cudaStream_t s);
-/* One block of 256 threads per SM, each block writing and reading smem_bytes of dynamic shared
- * memory (0 to the SM's opt-in maximum): a kernel asking the SMs for another shared-memory split. */
-void kb_smem_launch(size_t smem_bytes, cudaStream_t s);
-/* An empty kernel launched with programmatic stream serialization allowed (Hopper's programmatic
- * dependent launch): it may start before the work ahead of it in the stream has finished. */
-void kb_pdl_launch(cudaStream_t s);
-
 #endif

@@ -5,7 +5,7 @@
  * but the work per decode step is one block of 64 tokens per KV head and
  * layer, so launch latency dominates in practice.
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 #include "ref/planes.h"
 

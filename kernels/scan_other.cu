@@ -8,7 +8,7 @@
  *   hash:        4 bytes read + 4 written, 2 operations: HBM-bound;
  *   landmark:    512 bytes read per page + 4 written, ~2 operations per byte.
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 #include "ref/scans.h"
 

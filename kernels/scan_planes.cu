@@ -10,7 +10,7 @@
  * bytes, so the scan is issue-bound, not HBM-bound, on an H200 (NOTES.md).
  * Variant 1: one token per thread; 2: two per thread; 3: 32 per lane (below).
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 
 #define SCAN_THREADS 256

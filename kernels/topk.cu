@@ -11,7 +11,7 @@
  * scores tie by the thousand). About 4 * 4n bytes read, 6 launches; no host
  * synchronisation.
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 #include "ref/topk.h"
 

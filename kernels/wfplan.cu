@@ -6,7 +6,7 @@
  * first budget are taken, and warp 0 writes the plan. A few microseconds,
  * bound by latency (45 barrier-separated stages), not by bytes or arithmetic.
  */
-#include "kb.h"
+#include "kbench/kb.h"
 #include "kern.h"
 #include "ref/wfplan.h"
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "kb.h"
 #include "kern.h"
+#include "misc.h"
 #include "step.h"
 #include "ref/scans.h"
 
@@ -388,64 +389,43 @@ static void stage_tail(kb_session_t *S, cudaStream_t s)
     kb_attn_combine(S->part, S->g, S->heads, S->total_splits, S->out, s);
 }
 
-/* The step's stages in order, or stage `only` alone (only < 0: all); ev as kb_session_step's. */
-static void run_stages(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev, int only)
+void kb_session_step(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev)
 {
     int i = 0;
     kb_method_t m = S->c.method;
-#define RUN (only < 0 || only == i)
 #define MARK()                                                                                     \
     do {                                                                                           \
-        if (ev && RUN)                                                                             \
+        if (ev)                                                                                    \
             CK(cudaEventRecord(ev[i], s));                                                         \
         i++;                                                                                       \
     } while (0)
     if (m != KB_M_DENSE) {
-        if (RUN)
-            stage_index(S, s);
+        stage_index(S, s);
         if (is_planes(m)) {
             MARK();
             if (S->c.place == KB_P_HOST) {
-                if (RUN)
-                    stage_fetch_planes(S, s);
+                stage_fetch_planes(S, s);
                 MARK();
             }
         } else if (S->c.place == KB_P_HOST) {
             MARK();
         }
-        if (RUN)
-            stage_scan(S, s);
+        stage_scan(S, s);
         MARK();
-        if (RUN)
-            kb_topk(S->scores, S->rows, S->nscore, S->kk, S->sel, S->ws, s);
+        kb_topk(S->scores, S->rows, S->nscore, S->kk, S->sel, S->ws, s);
         MARK();
-        if (RUN)
-            stage_winners(S, s);
+        stage_winners(S, s);
         MARK();
     }
-    if (RUN)
-        stage_attend(S, s);
+    stage_attend(S, s);
     MARK();
-    if (RUN)
-        stage_tail(S, s);
+    stage_tail(S, s);
     MARK();
     if (S->gemm) {
-        if (RUN)
-            kb_gemm_layer(S->gemm, S->c.batch, s);
+        kb_gemm_layer(S->gemm, S->c.batch, s);
         MARK();
     }
 #undef MARK
-#undef RUN
-}
-
-void kb_session_step(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev)
-{
-    run_stages(S, s, ev, -1);
-}
-
-void kb_session_stage(kb_session_t *S, cudaStream_t s, int i)
-{
-    run_stages(S, s, NULL, i);
 }
 
 double kb_session_link_bytes(const kb_session_t *S)

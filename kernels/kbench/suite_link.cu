@@ -594,20 +594,19 @@ static void section_gather_order(link_t *L)
     CK(cudaFree(sets));
 }
 
-/* Offsets of a sweep (section_gather_sweep) of `heads` parts of `region`, each in `passes` passes over
- * its units of `unit` bytes, a pass unit/passes into the unit after the one before. by_block: the heads'
- * pieces where kb_gather's blocks (`blocks` of 256 threads, 16-byte segments) take them, block b
- * reading only head b mod heads's, each head's in its own order; else the heads side by side, piece
- * by piece, every block reading all of them. Returns a malloc'd array of `rows` offsets. */
+/* Offsets of a sweep (section_plane_sweep) of `heads` parts of `region`, each in `passes` passes over
+ * its units of `unit` bytes, a pass unit/passes into the unit after the one before; the heads' pieces
+ * where kb_gather's blocks (`blocks` of 256 threads, 16-byte segments) take them, block b reading
+ * only head b mod heads's, each head's in its own order. Returns a malloc'd array of `rows` offsets. */
 static uint64_t *sweep_offsets(size_t region, size_t heads, size_t unit, size_t passes, size_t piece,
-                               size_t rows, int blocks, bool by_block)
+                               size_t rows, int blocks)
 {
     const size_t units = region / heads / unit, per_block = 256 * 16 / piece, spacing = unit / passes;
     uint64_t *h = (uint64_t *)malloc(rows * sizeof *h);
     size_t next[64] = {0};
     for (size_t q = 0; q < rows; q++) {
-        size_t head = by_block ? q / per_block % (size_t)blocks % heads : q % heads;
-        size_t idx = by_block ? next[head]++ : q / heads;
+        size_t head = q / per_block % (size_t)blocks % heads;
+        size_t idx = next[head]++;
         size_t p = idx / units % passes, i = idx % units;
         h[q] = head * (region / heads) + i * unit + p * spacing;
     }
@@ -617,47 +616,21 @@ static uint64_t *sweep_offsets(size_t region, size_t heads, size_t unit, size_t 
 /* Time one sweep of 8 heads over `mib` MiB (sweep_offsets) after an L2 flush, as `variant`; none
  * where the host buffer, the offset lists or the device scratch are too small, or in a quick run
  * off the GiB steps. */
-static void run_sweep(link_t *L, size_t mib, size_t unit, size_t passes, size_t piece, bool by_block,
-                      const char *variant)
+static void run_sweep(link_t *L, size_t mib, size_t unit, size_t passes, size_t piece, const char *variant)
 {
     const size_t heads = 8, region = mib * KB_MIB, rows = region / heads / unit * heads * passes;
     const int blocks = 4 * kb_sm_count();
     if (region > L->hb.bytes || rows > L->max_pieces || rows * piece > L->dev_bytes || (L->o->quick && mib % 1024))
         return;
-    uint64_t *h = sweep_offsets(region, heads, unit, passes, piece, rows, blocks, by_block);
+    uint64_t *h = sweep_offsets(region, heads, unit, passes, piece, rows, blocks);
     work_t w = gather_work(L, 0, piece, region, 0, rows * piece, blocks, 0);
     CK(cudaMemcpy(w.off, h, rows * sizeof *h, cudaMemcpyHostToDevice));
     free(h);
     run_single_flushed(L, &w, variant);
 }
 
-/* A sweep as the SM index fetch reads a plane index: 8 heads, each over its eighth of the region in
- * units of 64 KiB (a chunk's planes), read in passes (a channel's prefix each), every pass a 256 B
- * piece of every unit, evenly spaced in it; each head's pieces read by blocks of their own, as the
- * fetch kernel's grid has it. 16 passes (sweep; SparQ's 16 channels), also every block reading all
- * heads side by side (sweep_mixed), 8 and 32 passes (sweep8, sweep32; Fathom's ~35 channels), and
- * pieces nearer the fetches' (sweep32_p128: Fathom's 160-544 B prefixes; sweep_p512: SparQ's 544),
- * and units of 68 KiB, a chunk of 1024 tokens' planes, not a power of two (the _u68 variants).
- * Regions at finer steps than a doubling between 512 MiB and 2 GiB, where the translations a pass
- * touches outgrow what the GPU keeps; after an L2 flush, as in a step. No fit reads them. */
-static void section_gather_sweep(link_t *L)
-{
-    static const size_t mib[] = {256, 512, 640, 768, 832, 896, 960, 1024, 1152, 1280, 1536, 2048, 3072, 4096, 8192};
-    static const struct {
-        size_t passes, piece, unit_kib;
-        bool mixed;
-        const char *variant;
-    } v[] = {{16, 256, 64, false, "sweep"},          {16, 256, 64, true, "sweep_mixed"},
-             {8, 256, 64, false, "sweep8"},          {32, 256, 64, false, "sweep32"},
-             {32, 128, 64, false, "sweep32_p128"},   {16, 512, 64, false, "sweep_p512"},
-             {32, 128, 68, false, "sweep32_p128_u68"}, {16, 256, 68, false, "sweep_u68"}};
-    for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++)
-        for (size_t vi = 0; vi < sizeof v / sizeof v[0]; vi++)
-            run_sweep(L, mib[ri], v[vi].unit_kib * KB_KIB, v[vi].passes, v[vi].piece, !v[vi].mixed, v[vi].variant);
-}
-
-/* The row rate of a plane index's fetch, for the fit (gather_plane<piece>_rows_Mps_<region>): the
- * sweep above at its nearest to the SM index fetch, 8 heads each over its eighth of the region in
+/* The row rate of a plane index's fetch, for the fit (gather_plane<piece>_rows_Mps_<region>): a
+ * sweep as the SM index fetch reads a plane index, 8 heads each over its eighth of the region in
  * units of 68 KiB (a chunk of 1024 tokens' planes), 32 passes (Fathom's ~35 channels a chunk), of
  * 128 B pieces (plane_sweep_p128; Fathom's prefixes are 160-544 B) and of 512 B (plane_sweep_p512;
  * SparQ's 544), at regions up to 4 GiB in finer steps than a doubling around the cliff between
@@ -666,8 +639,8 @@ static void section_plane_sweep(link_t *L)
 {
     static const size_t mib[] = {256, 512, 640, 768, 832, 896, 960, 1024, 1152, 1280, 1536, 2048, 3072, 4096};
     for (size_t ri = 0; ri < sizeof mib / sizeof mib[0]; ri++) {
-        run_sweep(L, mib[ri], 68 * KB_KIB, 32, 128, true, "plane_sweep_p128");
-        run_sweep(L, mib[ri], 68 * KB_KIB, 32, 512, true, "plane_sweep_p512");
+        run_sweep(L, mib[ri], 68 * KB_KIB, 32, 128, "plane_sweep_p128");
+        run_sweep(L, mib[ri], 68 * KB_KIB, 32, 512, "plane_sweep_p512");
     }
 }
 
@@ -788,26 +761,16 @@ static const struct {
                      {"mixes", section_mixes},
                      {"pairs", section_pairs},               {"gather_grid", section_gather_grid}};
 
-/* Sections only --only runs: looks at one effect that no fit reads. */
-static const struct {
-    const char *name;
-    void (*run)(link_t *);
-} look_sections[] = {{"gather_sweep", section_gather_sweep}};
-
-/* The section named `name` of either list, or NULL. */
+/* The section named `name`, or NULL. */
 static void (*section_named(const char *name))(link_t *)
 {
     for (size_t i = 0; i < sizeof host_sections / sizeof host_sections[0]; i++)
         if (!strcmp(host_sections[i].name, name))
             return host_sections[i].run;
-    for (size_t i = 0; i < sizeof look_sections / sizeof look_sections[0]; i++)
-        if (!strcmp(look_sections[i].name, name))
-            return look_sections[i].run;
     return NULL;
 }
 
-/* --only: that section alone over cudaHostAlloc memory, for a look at one effect (no time slices,
- * no other allocator). */
+/* --only: that section alone over cudaHostAlloc memory (no time slices, no other allocator). */
 static int run_only(link_t *L, const char *name)
 {
     void (*run)(link_t *) = section_named(name);
@@ -828,14 +791,6 @@ static int run_only(link_t *L, const char *name)
 int kb_suite_link(const kb_opts_t *o)
 {
     static kb_ts_result_t ts[KB_TS_MAX_RESULTS];
-    if (o->only && !strcmp(o->only, "idle")) {         /* a look: forks, before this process starts CUDA */
-        static kb_ts_idle_t idle[2];
-        int n = kb_timeslice_idle(idle);
-        kb_csv_t *csv = kb_csv_open(o->out_path, "link", "none (time slices only)", o);
-        kb_timeslice_idle_rows(csv, idle, n);
-        kb_csv_close(csv);
-        return n < 2;
-    }
     int n_ts = o->only ? 0 : kb_timeslice_measure(ts, KB_TS_MAX_RESULTS);   /* forks: before this process starts CUDA */
     link_t L;
     memset(&L, 0, sizeof L);

@@ -1,6 +1,7 @@
 /* misc.cu: synthetic data on the GPU and an empty kernel. */
 #include "kb.h"
-#include "kern.h"
+#include "misc.h"
+#include "ref/kref.h"
 
 __global__ void make_keys_kernel(uint16_t *k, size_t head_stride, size_t row_stride, size_t n,
                                  uint64_t seed)
@@ -62,38 +63,4 @@ void kb_fill_spin(double us, cudaStream_t s)
 {
     spin_kernel<<<4 * kb_sm_count(), 256, 0, s>>>((unsigned long long)(us * 1e3));
     CKL();
-}
-
-__global__ void smem_kernel(unsigned *sink, unsigned words)
-{
-    extern __shared__ unsigned sm[];
-    for (unsigned i = threadIdx.x; i < words; i += blockDim.x)
-        sm[i] = i ^ blockIdx.x;
-    __syncthreads();
-    if (threadIdx.x == 0)
-        sink[blockIdx.x] = words ? sm[words - 1] : 0;
-}
-
-void kb_smem_launch(size_t smem_bytes, cudaStream_t s)
-{
-    static unsigned *sink;
-    if (!sink)
-        CK(cudaMalloc(&sink, 1024 * sizeof *sink));
-    CK(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
-    smem_kernel<<<kb_sm_count(), 256, smem_bytes, s>>>(sink, (unsigned)(smem_bytes / 4));
-    CKL();
-}
-
-void kb_pdl_launch(cudaStream_t s)
-{
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.gridDim = dim3(kb_sm_count());
-    cfg.blockDim = dim3(256);
-    cfg.stream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&cfg, empty_kernel));
 }

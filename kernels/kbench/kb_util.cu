@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include "kb.h"
+#include "ref/kref.h"
 
 kb_ceilings_t kb_ceil;
 
@@ -302,7 +303,7 @@ kb_csv_t *kb_csv_open(const char *path, const char *suite, const char *allocator
     write_platform_meta(c);
     kb_csv_meta(c, "kbench", "%s", KBENCH_VERSION);
     kb_csv_meta(c, "commit", "%s", KBENCH_COMMIT);
-    kb_csv_meta(c, "sources", "%s (sha256 of kernels/*.cu, *.h, ref/*, Makefile, run_calibration.sh: the same kbench, whatever the commit line says)", KBENCH_SOURCES);
+    kb_csv_meta(c, "sources", "%s (sha256 of kernels/*.cu, *.h, ref/*, kbench/*, Makefile: the same kbench, whatever the commit line says)", KBENCH_SOURCES);
     kb_csv_meta(c, "date", "%s", date);
     kb_csv_meta(c, "allocator", "%s", allocator);
     kb_csv_meta(c, "model", "%s", o->model);
@@ -346,11 +347,26 @@ static const char *COLUMNS =
     "t_p90_us,t_p99_us,per_s,gbps,method,model,concurrent_id,qheads,chunk_tokens,t_mean_us,"
     "ref_gbps\n";
 
+/* The header's last line, `# key_sigma2: v0 .. v127`: the variance of each synthetic key channel
+ * (kref_key_sigma squared, as a float, %.9g each), written as data so a reader of the CSV need not
+ * link kref.h. Last, because its ~1.5 KB line outgrows the line buffers of simple header readers. */
+static void write_key_sigma2(FILE *f)
+{
+    fputs("# key_sigma2:", f);
+    for (int j = 0; j < KREF_D; j++) {
+        float s = kref_key_sigma(j);
+        fprintf(f, " %.9g", (double)(s * s));
+    }
+    fputc('\n', f);
+}
+
 void kb_csv_row(kb_csv_t *c, const kb_row_t *r)
 {
     FILE *f = c->f;
-    if (c->rows++ == 0)
+    if (c->rows++ == 0) {
+        write_key_sigma2(f);
         fputs(COLUMNS, f);
+    }
     double gbps = r->st.med > 0 && r->bytes_moved > 0 ? r->bytes_moved / (r->st.med * 1e3) : -1;
     put_s(f, c->suite);
     put_s(f, r->op);

@@ -79,10 +79,6 @@ int kb_session_stages(const kb_session_t *S, const char **ops);
  * synchronises s (the host needs the plan); every other path only enqueues. */
 void kb_session_step(kb_session_t *S, cudaStream_t s, cudaEvent_t *ev);
 
-/* Enqueue stage i of the step alone (0 <= i < kb_session_stages), on the state the last step
- * left (its plan, fetched index, scores, winners). */
-void kb_session_stage(kb_session_t *S, cudaStream_t s, int i);
-
 /* Bytes moved over the link by one step (index fetch + winners or K/V). */
 double kb_session_link_bytes(const kb_session_t *S);
 

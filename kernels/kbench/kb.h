@@ -43,9 +43,7 @@ typedef struct {
     const char *model;         /* --model, default qwen3-8b */
     size_t max_region;         /* --max-region BYTES for host regions */
     const char *only;          /* --only SECTION: link, that section alone (cudaHostAlloc); kernels:
-                                * index_fetch, the index fetches alone at 1M-4M, or topk_span; step:
-                                * chain, a layer with and without its stage events and 36 in a row;
-                                * lead, 32K steps after a one-thread and a GPU-filling lead spin */
+                                * attn or after_layer, those rows alone */
 } kb_opts_t;
 
 /* Percentiles of repeated timings, microseconds. */
@@ -106,13 +104,15 @@ kb_row_t kb_row(const char *op, const char *variant);
 /* The open CSV of one suite. */
 typedef struct kb_csv kb_csv_t;
 
-/* Open path (NULL: stdout), write the "# key: value" header and the column
- * row. allocator names the suite's default host allocator. Fatal on I/O error. */
+/* Open path (NULL: stdout) and write the first "# key: value" header lines.
+ * allocator names the suite's default host allocator. Fatal on I/O error. */
 kb_csv_t *kb_csv_open(const char *path, const char *suite, const char *allocator,
                       const kb_opts_t *o);
 /* Add a "# key: value" line (only before the first row). */
 void kb_csv_meta(kb_csv_t *c, const char *key, const char *fmt, ...);
-/* Write one row; gbps is bytes_moved / t_med; prints a short line to stderr. */
+/* Write one row; gbps is bytes_moved / t_med; prints a short line to stderr. The first row
+ * ends the header: its last line `# key_sigma2: v0 .. v127` (the synthetic keys' per-channel
+ * variances, kref_key_sigma squared), then the column row. */
 void kb_csv_row(kb_csv_t *c, const kb_row_t *r);
 /* Flush and close (stdout is only flushed). */
 void kb_csv_close(kb_csv_t *c);
@@ -147,6 +147,5 @@ int kb_suite_link(const kb_opts_t *o);
 int kb_suite_kernels(const kb_opts_t *o);
 int kb_suite_step(const kb_opts_t *o);
 int kb_suite_concurrency(const kb_opts_t *o);
-int kb_suite_pairs(const kb_opts_t *o);
 
 #endif

@@ -1,11 +1,10 @@
 /* kbench.cu: the calibration harness's command line.
  *
- *   kbench SUITE [--quick] [-o FILE.csv] [--model NAME] [--max-region GIB]
+ *   kbench SUITE [--quick] [-o FILE.csv] [--model NAME] [--max-region GIB] [--only SECTION]
  *
  * SUITE is link, kernels, step or concurrency (run each in its own
- * invocation; concurrency forks its sessions before CUDA starts), or pairs
- * (a section of its own: the step's stages of two sessions at once). Exit
- * status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
+ * invocation; concurrency forks its sessions before CUDA starts). --only runs
+ * one section of link or kernels alone. Exit status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +13,8 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: kbench link|kernels|step|concurrency|pairs [--quick] [-o FILE.csv] "
-                    "[--model NAME] [--max-region GIB] [--only SECTION (link: gather_sweep, idle, a section; kernels: index_fetch, topk_span, follow, attn, after_layer, behind; step: chain, lead, first, dither, stage, long, next)]\n");
+    fprintf(stderr, "usage: kbench link|kernels|step|concurrency [--quick] [-o FILE.csv] "
+                    "[--model NAME] [--max-region GIB] [--only SECTION (link: a section; kernels: attn, after_layer)]\n");
     return 2;
 }
 
@@ -57,7 +56,5 @@ int main(int argc, char **argv)
         return kb_suite_step(&o);
     if (!strcmp(suite, "concurrency"))
         return kb_suite_concurrency(&o);
-    if (!strcmp(suite, "pairs"))
-        return kb_suite_pairs(&o);
     return usage();
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_calibration.sh: build kbench and run the calibration suites on the GPU host.
 #
-#   kernels/run_calibration.sh OUTDIR [full|quick|probe] [SUITE...]
+#   kernels/kbench/run_calibration.sh OUTDIR [full|quick|probe] [SUITE...]
 #
 # Writes OUTDIR/SUITE.csv for each suite (default: link kernels step
 # concurrency, each in its own invocation), OUTDIR/run.log (build, stderr of
@@ -9,7 +9,7 @@
 # runs under a time limit (12 minutes in all; where one command may run 10 at
 # most, run link and kernels in one, step and concurrency in another).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${1:?usage: run_calibration.sh OUTDIR [full|quick|probe] [SUITE...]}
 MODE=${2:-full}
 shift $(( $# >= 2 ? 2 : $# ))
