@@ -18,6 +18,7 @@ struct outset {
     char *dir;
     entry_t *v;
     size_t n, cap;
+    int no_manifest;
 };
 
 static char *join(const char *dir, const char *name)
@@ -71,6 +72,8 @@ int outset_open(const char *dir, outset_t **out, err_t *e)
     *out = s;
     return ERR_OK;
 }
+
+void outset_no_manifest(outset_t *s) { s->no_manifest = 1; }
 
 const char *outset_dir(const outset_t *s) { return s->dir; }
 
@@ -176,7 +179,7 @@ int outset_commit(outset_t *s, err_t *e)
     if (!rc) {
         fputs("# odsim output set: the files below were written together by one run, and are complete.\n"
               "# A file of this directory not listed here is from another run. name, bytes:\n", m);
-        rc = remove_in(s->dir, OUTSET_MANIFEST, e);
+        if (!s->no_manifest) rc = remove_in(s->dir, OUTSET_MANIFEST, e);
     }
     for (size_t i = 0; !rc && i < s->n; i++) {
         entry_t *x = &s->v[i];
@@ -192,7 +195,7 @@ int outset_commit(outset_t *s, err_t *e)
     }
     if (m) fclose(m);
     char *path = join(s->dir, OUTSET_MANIFEST);
-    if (!rc) rc = path && list ? atomicio_write(path, list, len, e) : err_set(e, ERR_NOMEM, "out of memory");
+    if (!rc && !s->no_manifest) rc = path && list ? atomicio_write(path, list, len, e) : err_set(e, ERR_NOMEM, "out of memory");
     free(path);
     free(list);
     free_set(s);

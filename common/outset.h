@@ -25,6 +25,10 @@ int outset_check(const char *dir, const char *const *names, size_t n, err_t *e);
  * cannot create), ERR_NOMEM. */
 int outset_open(const char *dir, outset_t **out, err_t *e);
 
+/* For files that join a directory of other outputs one group at a time: outset_commit publishes
+ * them together but neither removes nor writes DIR/MANIFEST. */
+void outset_no_manifest(outset_t *s);
+
 /* The directory (as given to outset_open). */
 const char *outset_dir(const outset_t *s);
 

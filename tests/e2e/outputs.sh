@@ -51,6 +51,8 @@ sweep:
 Y
 $odsim run "$tmp/inj.yaml" --out "$tmp/inj" >/dev/null 2>"$tmp/err" || bad "sweep with hostile labels failed: $(cat "$tmp/err")"
 (cd "$tmp/inj" && gnuplot latency_vs_context.gp 2>/dev/null)   # a user redrawing runs nothing either
+$odsim validate "$OLDPWD/validation/data/h200" --heldout "$OLDPWD/validation/heldout.yaml" --calib "$OLDPWD/models/calib/h200.yaml" --max 3 --out "$tmp/v;touch pwned7'x" >/dev/null 2>"$tmp/err" &&
+  [ -s "$tmp/v;touch pwned7'x/validate.svg" ] || bad "validate --out with metacharacters: $(cat "$tmp/err")"
 cd "$OLDPWD"
 ls "$tmp" | grep -qx 'pwned[0-9]' && bad "a command ran: $(ls "$tmp" | grep -x 'pwned[0-9]')"
 # killed mid-run: no temporaries, no torn plots (a plot present is whole; no MANIFEST without all)
