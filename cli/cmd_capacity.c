@@ -8,6 +8,7 @@
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
+#include "common/gnuplot.h"
 
 static int capacity_main(int argc, char **argv);
 
@@ -20,7 +21,8 @@ const cmd_t cmd_capacity = {
     "  --set KEY=VALUE  override any scenario key (repeatable)\n"
     "  --max N          largest population tried (default 4096)\n"
     "  --json           results as JSON on stdout\n"
-    "  --out DIR        capacity.csv, capacity.json and a plot (SVG, PNG) of sessions per point\n"
+    "  --out DIR        capacity.csv and its plot (SVG, PNG), and results.{csv,json} and plots of each\n"
+    "                   point at capacity, published together with DIR/MANIFEST (see odsim run --help)\n"
     "  --replications R override run.replications\n",
     capacity_main};
 
@@ -142,6 +144,57 @@ static void print_text(const study_t *s, const cap_point_t *cps, size_t n)
     }
 }
 
+/* capacity.csv and its plot; labels reach the script only through gnuplot_quote, numbers through
+ * the datablock. */
+static int add_capacity(outset_t *set, const study_t *s, const cap_point_t *cps, size_t n, err_t *e)
+{
+    FILE *fp;
+    int rc = outset_file(set, "capacity.csv", &fp, e);
+    if (rc) return rc;
+    study_provenance(s, 0, fp, "#");
+    fputs("index,point,max_sessions,binding\n", fp);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(fp, "%zu,", i);
+        report_csv_field(fp, study_point_label(s, i));
+        fprintf(fp, ",%u,", cps[i].sessions);
+        report_csv_field(fp, cps[i].binding);
+        fputc('\n', fp);
+    }
+    char *data = NULL, *setup = NULL;
+    size_t dlen = 0, slen = 0;
+    FILE *d = open_memstream(&data, &dlen), *st = open_memstream(&setup, &slen);
+    if (d && st) {
+        fputs("$cap << EOD\n", d);
+        for (size_t i = 0; i < n; i++) fprintf(d, "%zu,%u\n", i, cps[i].sessions);
+        fputs("EOD\n", d);
+        fprintf(st, "set datafile separator ','\nset style fill solid 0.6\nset boxwidth 0.6\nset key off\n"
+                    "set ylabel 'largest population meeting the SLO'\nset xrange [-0.5:%zu.5]\nset yrange [0:*]\n"
+                    "set xtics rotate by -30 (", n ? n - 1 : 0);
+        for (size_t i = 0; i < n; i++) {
+            fputs(i ? ", " : "", st);
+            gnuplot_quote(st, study_point_label(s, i));
+            fprintf(st, " %zu", i);
+        }
+        fputs(")\n", st);
+    }
+    if (d) fclose(d);
+    if (st) fclose(st);
+    rc = d && st && data && setup ? report_plot(set, "capacity", 1000, 560, data, setup, "plot $cap using 1:2 with boxes", e)
+                                  : err_set(e, ERR_NOMEM, "out of memory");
+    free(data);
+    free(setup);
+    return rc;
+}
+
+/* --out DIR may be written (before the search): the study's files and capacity's own. */
+static int check_out(const char *dir, err_t *e)
+{
+    static const char *const mine[] = {"capacity.csv", "capacity.gp", "capacity.svg", "capacity.png"};
+    int rc = report_check_dir(dir, e);
+    return rc ? rc : outset_check(dir, mine, sizeof mine / sizeof *mine, e);
+}
+
+/* Every file of --out as one set (common/outset.h). */
 static int write_out(const char *dir, const study_t *s, const cap_point_t *cps, size_t n, err_t *e)
 {
     study_result_t **rs = calloc(n ? n : 1, sizeof *rs);
@@ -149,30 +202,16 @@ static int write_out(const char *dir, const study_t *s, const cap_point_t *cps, 
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (cps[i].at) rs[m++] = cps[i].at;
-    int rc = m ? report_write_dir(dir, s, rs, m, e) : ERR_OK;
+    outset_t *set;
+    int rc = outset_open(dir, &set, e);
+    if (!rc && m) rc = report_add(set, s, rs, m, e);
     free(rs);
-    if (rc) return rc;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/capacity.csv", dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp) return err_set(e, ERR_IO, "%s: cannot create", path);
-    study_provenance(s, 0, fp, "#");
-    fputs("index,point,max_sessions,binding\n", fp);
-    for (size_t i = 0; i < n; i++) fprintf(fp, "%zu,\"%s\",%u,\"%s\"\n", i, study_point_label(s, i), cps[i].sessions, cps[i].binding);
-    if (fclose(fp)) return err_set(e, ERR_IO, "%s: write failed", path);
-    rc = report_gnuplot(dir, "capacity",
-                        "set datafile separator ','\nset style data histograms\nset style fill solid 0.6\n"
-                        "set ylabel 'largest population meeting the SLO'\nset xtics rotate by -30\nset key off\n"
-                        "set terminal svg size 1000,560 dynamic noenhanced\nset output 'capacity.svg'\n"
-                        "plot 'capacity.csv' using 3:xtic(2) skip 1\n"
-                        "set terminal pngcairo size 1000,560 noenhanced\nset output 'capacity.png'\n"
-                        "plot 'capacity.csv' using 3:xtic(2) skip 1\n",
-                        e);
-    if (rc == ERR_NOTFOUND) {
-        fprintf(stderr, "odsim capacity: %s\n", e->msg);
-        rc = ERR_OK;
+    if (!rc) rc = add_capacity(set, s, cps, n, e);
+    if (rc) {
+        outset_abort(set);
+        return rc;
     }
-    return rc;
+    return outset_commit(set, e);
 }
 
 static int capacity_main(int argc, char **argv)
@@ -181,6 +220,7 @@ static int capacity_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     err_t e;
     study_t *s = NULL;
+    if (!rc && a.out && check_out(a.out, &e)) rc = cmd_fail("capacity", "%s", e.msg);
     if (!rc && study_open(a.scenario, a.sets, a.n_sets, &s, &e)) rc = cmd_fail("capacity", "%s", e.msg);
     size_t n = s ? study_n_points(s) : 0;
     cap_point_t *cps = rc ? NULL : calloc(n, sizeof *cps);

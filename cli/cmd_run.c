@@ -7,6 +7,7 @@
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
+#include "common/atomicio.h"
 
 static int run_main(int argc, char **argv);
 
@@ -20,7 +21,13 @@ const cmd_t cmd_run = {
     "  --timeline-plans N plans recorded in the timeline (default 8)\n"
     "  --replications R   override run.replications\n"
     "  --point I          run only sweep point I\n"
-    "  --timing           print to stderr, per point, simulated seconds per wall second and events/s\n",
+    "  --timing           print to stderr, per point, simulated seconds per wall second and events/s\n"
+    "  Outputs never destroy: each file is written to a temporary beside it and renamed when whole. An\n"
+    "  existing output is replaced only when it is a regular, writable file with one link; a device,\n"
+    "  FIFO, directory, symbolic link, read-only or hard-linked file there is an error before anything\n"
+    "  runs ('-' is standard output). --out DIR is one set: its files appear together, then\n"
+    "  DIR/MANIFEST listing them; a run stopped before that changes nothing in DIR but leaves no\n"
+    "  MANIFEST. Interrupted runs (SIGINT, SIGTERM) remove their temporaries.\n",
     run_main};
 
 typedef struct run_args {
@@ -108,6 +115,10 @@ static int run_main(int argc, char **argv)
     }
     err_t e;
     study_t *s;
+    if ((a.timeline && atomicio_check(a.timeline, &e)) || (a.out && report_check_dir(a.out, &e))) {
+        free(a.sets);
+        return cmd_fail("run", "%s", e.msg);
+    }
     if (study_open(a.scenario, a.sets, a.n_sets, &s, &e)) {
         free(a.sets);
         return cmd_fail("run", "%s", e.msg);

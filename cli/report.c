@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/atomicio.h"
+#include "common/gnuplot.h"
+#include "common/outset.h"
 
 /* ---- text ----------------------------------------------------------------------------------- */
 
@@ -154,10 +156,22 @@ void report_csv_header(FILE *fp)
           fp);
 }
 
+void report_csv_field(FILE *fp, const char *s)
+{
+    fputc('"', fp);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"') fputs("\"\"", fp);
+        else fputc(c < 0x20 || c == 0x7f ? ' ' : c, fp);
+    }
+    fputc('"', fp);
+}
+
 void report_csv_row(FILE *fp, const study_result_t *r)
 {
-    fprintf(fp, "\"%s\",%u,%llu,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%d,%.6g,%.6g,%s,%.9g\n",
-            r->label, r->replications, (unsigned long long)r->sessions, (unsigned long long)r->decode_tokens,
+    report_csv_field(fp, r->label);
+    fprintf(fp, ",%u,%llu,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%d,%.6g,%.6g,%s,%.9g\n",
+            r->replications, (unsigned long long)r->sessions, (unsigned long long)r->decode_tokens,
             r->step_p50_s.mean, r->step_p95_s.mean, r->step_p99_s.mean, r->ttft_p50_s.mean, r->ttft_p99_s.mean,
             r->tps_session_mean.mean, r->tps_total.mean, r->tps_total.lo, r->tps_total.hi, r->slo_attainment.mean,
             r->slo_met, r->hbm_peak_bytes, r->host_peak_bytes, r->binding ? r->binding : "", r->standalone_step_s);
@@ -165,154 +179,183 @@ void report_csv_row(FILE *fp, const study_result_t *r)
 
 /* ---- files and plots ------------------------------------------------------------------------ */
 
-static char *join(const char *dir, const char *name)
+/* Every name report_add writes, for report_check_dir. */
+static const char *const dir_files[] = {
+    "results.csv", "results.json", "latency_vs_context.csv", "utilisation.csv",
+    "latency_vs_context.gp", "latency_vs_context.svg", "latency_vs_context.png",
+    "utilisation.gp", "utilisation.svg", "utilisation.png",
+    "latency_vs_sessions.gp", "latency_vs_sessions.svg", "latency_vs_sessions.png"};
+
+int report_check_dir(const char *dir, err_t *e)
 {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
+    return outset_check(dir, dir_files, sizeof dir_files / sizeof *dir_files, e);
 }
 
-/* Opens DIR/NAME for an atomic write. */
-static int open_in(const char *dir, const char *name, atomicio_t **f, err_t *e)
+int report_plot(outset_t *set, const char *stem, int width_px, int height_px, const char *data, const char *setup,
+                const char *body, err_t *e)
 {
-    char *p = join(dir, name);
-    int rc = p ? atomicio_open(p, f, e) : err_set(e, ERR_NOMEM, "out of memory");
-    free(p);
+    int rc = gnuplot_render(set, stem, width_px, height_px, data, setup, body, e);
+    if (rc == ERR_NOTFOUND) {
+        fprintf(stderr, "odsim: %s\n", e->msg);
+        rc = ERR_OK;
+    }
     return rc;
 }
 
-int report_gnuplot(const char *dir, const char *name, const char *script, err_t *e)
+/* Rows of numbers only: they go into the CSV files and, as they are, into the scripts' datablocks
+ * (where a line of text could end the block). */
+static void ctx_rows(FILE *fp, study_result_t *const *rs, size_t n)
 {
-    char gp[512];
-    snprintf(gp, sizeof gp, "%s.gp", name);
-    atomicio_t *f;
-    int rc = open_in(dir, gp, &f, e);
-    if (rc) return rc;
-    fputs(script, atomicio_file(f));
-    if ((rc = atomicio_commit(f, e))) return rc;
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
-        return err_set(e, ERR_NOTFOUND, "gnuplot is not installed: %s/%s written, plots skipped", dir, gp);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s' 2>&1", dir, gp);
-    FILE *p = popen(cmd, "r");
-    if (!p) return err_set(e, ERR_IO, "cannot run gnuplot");
-    char line[512], first[512] = "";
-    while (fgets(line, sizeof line, p))
-        if (!first[0]) snprintf(first, sizeof first, "%s", line);
-    int st = pclose(p);
-    if (st != 0) return err_set(e, ERR_IO, "gnuplot failed on %s/%s: %s", dir, gp, first);
-    return ERR_OK;
-}
-
-/* A script that draws `body` twice: as SVG and as PNG. */
-static int plot_both(const char *dir, const char *name, const char *setup, const char *body, err_t *e)
-{
-    char *script = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&script, &len);
-    if (!fp) return err_set(e, ERR_NOMEM, "out of memory");
-    fprintf(fp, "set datafile separator ','\nset key outside right\nset grid\n%s\n", setup);
-    fprintf(fp, "set terminal svg size 900,540 dynamic noenhanced\nset output '%s.svg'\n%s\n", name, body);
-    fprintf(fp, "set terminal pngcairo size 900,540 noenhanced\nset output '%s.png'\n%s\n", name, body);
-    fclose(fp);
-    int rc = report_gnuplot(dir, name, script, e);
-    free(script);
-    return rc;
-}
-
-static int write_ctx_data(const char *dir, study_result_t *const *rs, size_t n, err_t *e)
-{
-    atomicio_t *f;
-    int rc = open_in(dir, "latency_vs_context.csv", &f, e);
-    if (rc) return rc;
-    FILE *fp = atomicio_file(f);
-    fputs("point,context_tokens,step_s\n", fp);
     for (size_t p = 0; p < n; p++)
         for (size_t i = 0; i < rs[p]->n_ctx; i++) fprintf(fp, "%zu,%.0f,%.9g\n", p, rs[p]->ctx_tokens[i], rs[p]->ctx_step_s[i]);
-    return atomicio_commit(f, e);
 }
 
-static int write_util_data(const char *dir, const study_result_t *r, err_t *e)
+static void util_rows(FILE *fp, const study_result_t *r)
 {
-    atomicio_t *f;
-    int rc = open_in(dir, "utilisation.csv", &f, e);
-    if (rc) return rc;
-    FILE *fp = atomicio_file(f);
-    fputs("t_s", fp);
-    for (size_t j = 0; j < r->n_res; j++) fprintf(fp, ",%s", r->res[j].name);
-    fputc('\n', fp);
     for (size_t i = 0; i < r->n_util; i++) {
         fprintf(fp, "%.9g", r->util_t_s[i]);
         for (size_t j = 0; j < r->n_res; j++) fprintf(fp, ",%.6g", r->util[i * r->n_res + j]);
         fputc('\n', fp);
     }
-    return atomicio_commit(f, e);
 }
 
-/* A label safe inside a gnuplot single-quoted string. */
-static void gp_label(const char *in, char *out, size_t n)
+static void sessions_rows(FILE *fp, study_result_t *const *rs, size_t n)
 {
-    size_t j = 0;
-    for (size_t i = 0; in[i] && j + 1 < n; i++) out[j++] = in[i] == '\'' ? '"' : in[i];
-    out[j] = '\0';
+    for (size_t p = 0; p < n; p++)
+        fprintf(fp, "%llu,%.9g,%.9g\n", (unsigned long long)rs[p]->sessions, rs[p]->step_p50_s.mean, rs[p]->step_p99_s.mean);
 }
 
-static int write_plots(const char *dir, study_result_t *const *rs, size_t n, err_t *e)
+/* A text being built in memory. */
+typedef struct text {
+    char *s;
+    size_t len;
+    FILE *fp;
+} text_t;
+
+static bool text_open(text_t *t)
 {
-    char body[16384], label[256];
-    size_t len = (size_t)snprintf(body, sizeof body, "plot ");
-    for (size_t p = 0; p < n && p < 24; p++) {
-        gp_label(rs[p]->label, label, sizeof label);
-        len += (size_t)snprintf(body + len, sizeof body - len,
-                                "%s'latency_vs_context.csv' using ($1==%zu?$2:1/0):($3*1e3) skip 1 with points pt 7 ps 0.4 title '%s'",
-                                p ? ", " : "", p, label);
+    t->s = NULL;
+    t->len = 0;
+    t->fp = open_memstream(&t->s, &t->len);
+    return t->fp != NULL;
+}
+
+/* Draws the plot from the finished data and body, then frees both. */
+static int draw(outset_t *set, const char *stem, const char *setup, text_t *data, text_t *body, err_t *e)
+{
+    bool ok = data->fp && body->fp;
+    if (data->fp) fclose(data->fp);
+    if (body->fp) fclose(body->fp);
+    int rc = ok && data->s && body->s ? report_plot(set, stem, 900, 540, data->s, setup, body->s, e)
+                                      : err_set(e, ERR_NOMEM, "out of memory");
+    free(data->s);
+    free(body->s);
+    return rc;
+}
+
+#define PLOT_SETUP "set datafile separator ','\nset key outside right\nset grid\n"
+
+static int plot_ctx(outset_t *set, study_result_t *const *rs, size_t n, err_t *e)
+{
+    text_t d, b;
+    bool ok = text_open(&d) & text_open(&b);
+    if (ok) {
+        fputs("$ctx << EOD\n", d.fp);
+        ctx_rows(d.fp, rs, n);
+        fputs("EOD\n", d.fp);
+        fputs("plot ", b.fp);
+        int drawn = 0;
+        for (size_t p = 0; p < n && p < 24; p++) {
+            if (!rs[p]->n_ctx) continue;   /* an empty series makes gnuplot fail */
+            fprintf(b.fp, "%s$ctx using ($1==%zu?$2:1/0):($3*1e3) with points pt 7 ps 0.4 title ", drawn++ ? ", " : "", p);
+            gnuplot_quote(b.fp, rs[p]->label);
+        }
+        if (!drawn)
+            fputs("1/0 notitle\n", b.fp), fputs("set label 1 'no decode steps recorded' at graph 0.5, graph 0.5 center\n"
+                                                 "set xrange [1:10]\nset yrange [1:10]\n", d.fp);
     }
-    int rc = plot_both(dir, "latency_vs_context", "set xlabel 'context tokens'\nset ylabel 'decode step latency (ms)'\nset logscale xy", body, e);
-    if (rc) return rc;
-    const study_result_t *r = rs[0];
-    len = (size_t)snprintf(body, sizeof body, "plot ");
-    int drawn = 0;
-    for (size_t j = 0; j < r->n_res; j++) {
-        if (r->res[j].utilisation < 0.01) continue;
-        len += (size_t)snprintf(body + len, sizeof body - len, "%s'utilisation.csv' using 1:($%zu*100) skip 1 with lines title '%s'",
-                                drawn++ ? ", " : "", j + 2, r->res[j].name);
-    }
-    if (!drawn) snprintf(body, sizeof body, "plot 0 notitle");
-    rc = plot_both(dir, "utilisation", "set xlabel 'simulated time (s)'\nset ylabel 'utilisation (%), point 0'\nset yrange [0:105]", body, e);
-    if (rc) return rc;
-    return plot_both(dir, "latency_vs_sessions",
-                     "set xlabel 'sessions'\nset ylabel 'decode step latency (ms)'",
-                     "plot 'results.csv' using 3:($5*1e3) skip 1 with linespoints title 'p50', "
-                     "'results.csv' using 3:($7*1e3) skip 1 with linespoints title 'p99'", e);
+    return draw(set, "latency_vs_context",
+                PLOT_SETUP "set xlabel 'context tokens'\nset ylabel 'decode step latency (ms)'\nset logscale xy", &d, &b, e);
 }
 
-int report_write_dir(const char *dir, const study_t *s, study_result_t *const *rs, size_t n, err_t *e)
+static int plot_util(outset_t *set, const study_result_t *r, err_t *e)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return err_set(e, ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
-    atomicio_t *f;
-    int rc = open_in(dir, "results.csv", &f, e);
+    text_t d, b;
+    bool ok = text_open(&d) & text_open(&b);
+    if (ok) {
+        fputs("$util << EOD\n", d.fp);
+        util_rows(d.fp, r);
+        fputs("EOD\n", d.fp);
+        fputs("plot ", b.fp);
+        int drawn = 0;
+        for (size_t j = 0; j < r->n_res; j++) {
+            if (r->res[j].utilisation < 0.01) continue;
+            fprintf(b.fp, "%s$util using 1:($%zu*100) with lines title ", drawn++ ? ", " : "", j + 2);
+            gnuplot_quote(b.fp, r->res[j].name);
+        }
+        if (!drawn) fputs("0 notitle", b.fp);
+    }
+    return draw(set, "utilisation",
+                PLOT_SETUP "set xlabel 'simulated time (s)'\nset ylabel 'utilisation (%), point 0'\nset yrange [0:105]",
+                &d, &b, e);
+}
+
+static int plot_sessions(outset_t *set, study_result_t *const *rs, size_t n, err_t *e)
+{
+    text_t d, b;
+    bool ok = text_open(&d) & text_open(&b);
+    if (ok) {
+        fputs("$res << EOD\n", d.fp);
+        sessions_rows(d.fp, rs, n);
+        fputs("EOD\n", d.fp);
+        fputs("plot $res using 1:($2*1e3) with linespoints title 'p50', $res using 1:($3*1e3) with linespoints title 'p99'", b.fp);
+    }
+    return draw(set, "latency_vs_sessions", PLOT_SETUP "set xlabel 'sessions'\nset ylabel 'decode step latency (ms)'", &d, &b, e);
+}
+
+/* A CSV file of the set: header, then rows. */
+static int write_csv(outset_t *set, const char *name, const char *header, FILE **fp, err_t *e)
+{
+    int rc = outset_file(set, name, fp, e);
+    if (!rc) fputs(header, *fp);
+    return rc;
+}
+
+int report_add(outset_t *set, const study_t *s, study_result_t *const *rs, size_t n, err_t *e)
+{
+    FILE *fp;
+    int rc = outset_file(set, "results.csv", &fp, e);
     if (rc) return rc;
-    study_provenance(s, 0, atomicio_file(f), "#");
-    report_csv_header(atomicio_file(f));
-    for (size_t i = 0; i < n; i++) report_csv_row(atomicio_file(f), rs[i]);
-    if ((rc = atomicio_commit(f, e))) return rc;
+    study_provenance(s, 0, fp, "#");
+    report_csv_header(fp);
+    for (size_t i = 0; i < n; i++) report_csv_row(fp, rs[i]);
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, report_json(s, i, rs[i]));
     char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
     json_decref(arr);
-    char *p = join(dir, "results.json");
-    rc = (txt && p) ? atomicio_write(p, txt, strlen(txt), e) : err_set(e, ERR_NOMEM, "out of memory");
+    rc = txt ? outset_file(set, "results.json", &fp, e) : err_set(e, ERR_NOMEM, "out of memory");
+    if (!rc) fputs(txt, fp);
     free(txt);
-    free(p);
-    if (!rc) rc = write_ctx_data(dir, rs, n, e);
-    if (!rc && n) rc = write_util_data(dir, rs[0], e);
-    if (!rc && n) {
-        rc = write_plots(dir, rs, n, e);
-        if (rc == ERR_NOTFOUND) {
-            fprintf(stderr, "odsim: %s\n", e->msg);
-            rc = ERR_OK;
-        }
+    if (!rc && !(rc = write_csv(set, "latency_vs_context.csv", "point,context_tokens,step_s\n", &fp, e))) ctx_rows(fp, rs, n);
+    if (!rc && n && !(rc = write_csv(set, "utilisation.csv", "t_s", &fp, e))) {
+        for (size_t j = 0; j < rs[0]->n_res; j++) fprintf(fp, ",%s", rs[0]->res[j].name);
+        fputc('\n', fp);
+        util_rows(fp, rs[0]);
     }
+    if (!rc && n) rc = plot_ctx(set, rs, n, e);
+    if (!rc && n) rc = plot_util(set, rs[0], e);
+    if (!rc && n) rc = plot_sessions(set, rs, n, e);
     return rc;
+}
+
+int report_write_dir(const char *dir, const study_t *s, study_result_t *const *rs, size_t n, err_t *e)
+{
+    outset_t *set;
+    int rc = outset_open(dir, &set, e);
+    if (rc) return rc;
+    if ((rc = report_add(set, s, rs, n, e))) {
+        outset_abort(set);
+        return rc;
+    }
+    return outset_commit(set, e);
 }

@@ -5,28 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/atomicio.h"
+#include "common/gnuplot.h"
+#include "common/outset.h"
 
-int plot_pred_vs_meas(const char *dir, const char *stem, const char *axis, const char *const *groups,
-                      size_t n_groups, const plot_point_t *pts, size_t n_pts, char *note, size_t note_len,
-                      err_t *e)
+/* One datablock index per group (numbers only; the names reach the script through gnuplot_quote). */
+static void write_data(FILE *fp, size_t n_groups, const plot_point_t *pts, size_t n_pts)
 {
-    note[0] = '\0';
-    char dat[4096], gp[4096];
-    snprintf(dat, sizeof dat, "%s/%s.dat", dir, stem);
-    snprintf(gp, sizeof gp, "%s/%s.gp", dir, stem);
-    size_t usable = 0;
-    for (size_t i = 0; i < n_pts; i++) usable += pts[i].meas > 0 && pts[i].pred > 0;
-    if (!usable) {
-        snprintf(note, note_len, "nothing to plot for %s", stem);
-        return ERR_OK;
-    }
-    atomicio_t *a = NULL;
-    int rc = atomicio_open(dat, &a, e);
-    if (rc) return rc;
-    FILE *fp = atomicio_file(a);
+    fputs("$pts << EOD\n", fp);
     for (size_t g = 0; g < n_groups; g++) {
-        fprintf(fp, "# %s\n", groups[g]);
         bool any = false;
         for (size_t i = 0; i < n_pts; i++) {
             const plot_point_t *p = &pts[i];
@@ -38,33 +24,57 @@ int plot_pred_vs_meas(const char *dir, const char *stem, const char *axis, const
         if (!any) fprintf(fp, "NaN NaN NaN NaN\n");  /* keeps the index numbering */
         fputs("\n\n", fp);
     }
-    rc = atomicio_commit(a, e);
-    if (rc) return rc;
-    rc = atomicio_open(gp, &a, e);
-    if (rc) return rc;
-    fp = atomicio_file(a);
-    fprintf(fp, "# predicted vs measured, one colour per group (odsim validation/plot.c)\n"
-                "set logscale xy\nset xlabel 'measured %s'\nset ylabel 'predicted %s'\n"
-                "set key left top font ',8'\nset grid\nset size square\nf(x) = x\n",
-            axis, axis);
-    for (int t = 0; t < 2; t++) {
-        if (t == 0) fprintf(fp, "set terminal svg size 900,900 dynamic noenhanced\nset output '%s/%s.svg'\n", dir, stem);
-        else fprintf(fp, "set terminal png size 900,900 noenhanced\nset output '%s/%s.png'\n", dir, stem);
-        fputs("plot f(x) title 'predicted = measured' lt -1, f(x)*1.15 title '+-15%' dt 2 lc rgb 'gray', "
-              "f(x)/1.15 notitle dt 2 lc rgb 'gray'",
-              fp);
-        for (size_t g = 0; g < n_groups; g++)
-            fprintf(fp, ", '%s' index %zu using 1:4:2:3 with xerrorbars pt 7 ps 0.6 title '%s'", dat, g, groups[g]);
-        fputs("\nunset output\n", fp);
-    }
-    rc = atomicio_commit(a, e);
-    if (rc) return rc;
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-        snprintf(note, note_len, "gnuplot not found: wrote %s and %s (run `gnuplot %s` for the SVG and PNG)", dat, gp, gp);
+    fputs("EOD\n", fp);
+}
+
+int plot_pred_vs_meas(const char *dir, const char *stem, const char *axis, const char *const *groups,
+                      size_t n_groups, const plot_point_t *pts, size_t n_pts, char *note, size_t note_len,
+                      err_t *e)
+{
+    note[0] = '\0';
+    size_t usable = 0;
+    for (size_t i = 0; i < n_pts; i++) usable += pts[i].meas > 0 && pts[i].pred > 0;
+    if (!usable) {
+        snprintf(note, note_len, "nothing to plot for %s", stem);
         return ERR_OK;
     }
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
-    if (system(cmd) != 0) snprintf(note, note_len, "gnuplot failed on %s: no SVG/PNG", gp);
-    return ERR_OK;
+    char *data = NULL, *setup = NULL, *body = NULL;
+    size_t dl = 0, sl = 0, bl = 0;
+    FILE *d = open_memstream(&data, &dl), *s = open_memstream(&setup, &sl), *b = open_memstream(&body, &bl);
+    if (d && s && b) {
+        write_data(d, n_groups, pts, n_pts);
+        fputs("# predicted vs measured, one colour per group (odsim validation/plot.c)\nset logscale xy\nset xlabel ", s);
+        char lab[512];
+        snprintf(lab, sizeof lab, "measured %s", axis);
+        gnuplot_quote(s, lab);
+        fputs("\nset ylabel ", s);
+        snprintf(lab, sizeof lab, "predicted %s", axis);
+        gnuplot_quote(s, lab);
+        fputs("\nset key left top font ',8'\nset grid\nset size square\nf(x) = x\n", s);
+        fputs("plot f(x) title 'predicted = measured' lt -1, f(x)*1.15 title '+-15%' dt 2 lc rgb 'gray', "
+              "f(x)/1.15 notitle dt 2 lc rgb 'gray'", b);
+        for (size_t g = 0; g < n_groups; g++) {
+            fprintf(b, ", $pts index %zu using 1:4:2:3 with xerrorbars pt 7 ps 0.6 title ", g);
+            gnuplot_quote(b, groups[g]);
+        }
+    }
+    if (d) fclose(d);
+    if (s) fclose(s);
+    if (b) fclose(b);
+    outset_t *set = NULL;
+    int rc = d && s && b && data && setup && body ? outset_open(dir, &set, e) : err_set(e, ERR_NOMEM, "out of memory");
+    if (!rc) {
+        outset_no_manifest(set);
+        rc = gnuplot_render(set, stem, 900, 900, data, setup, body, e);
+        if (rc == ERR_NOTFOUND) {
+            snprintf(note, note_len, "%s", e->msg);
+            rc = ERR_OK;
+        }
+        if (rc) outset_abort(set);
+        else rc = outset_commit(set, e);
+    }
+    free(data);
+    free(setup);
+    free(body);
+    return rc;
 }
