@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli/cmd.h"
+#include "cli/study.h"
 #include "models/calib.h"
 #include "models/hwcat.h"
 #include "validation/fit.h"
@@ -26,7 +27,7 @@ static const char fit_usage[] =
     "  -o PROFILE        output file (e.g. models/calib/h200.yaml)\n"
     "  --heldout FILE    the held-out rule (default validation/heldout.yaml)\n"
     "  --device NAME     the device the CSV headers must name (default: DATA_DIR's basename)\n"
-    "  --catalog DIR     hardware catalogs for values the data does not determine (default models/catalog)\n"
+    "  --catalog DIR     hardware catalogs for values the data does not determine (default models/catalog under the data root)\n"
     "  --box NAME        box preset of the measured machine (default h200-1)\n"
     "  --profile NAME    profile name written in the file (default: <device>-fitted)\n"
     "  --plots DIR       also plot every fitted row against the fitted model: DIR/fit.{svg,png}\n"
@@ -44,7 +45,7 @@ const cmd_t cmd_fit = {"fit", "fit the calibration profile from measured kbench 
 
 static int parse_args(int argc, char **argv, fit_args_t *a)
 {
-    *a = (fit_args_t){.heldout = "validation/heldout.yaml", .catalog = "models/catalog", .box = "h200-1"};
+    *a = (fit_args_t){.heldout = "validation/heldout.yaml", .catalog = STUDY_DEFAULT_CATALOG, .box = "h200-1"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char **dst = !strcmp(s, "-o")          ? &a->out
@@ -122,7 +123,9 @@ static int seed_from_catalog(const fit_args_t *a, calib_t **seed, err_t *e)
     hwcat_t *cat = NULL;
     hw_t hw;
     memset(&hw, 0, sizeof hw);
-    int rc = hwcat_load(a->catalog, &cat, e);
+    char *dir = study_data_path(a->catalog);
+    int rc = dir ? hwcat_load(dir, &cat, e) : err_set(e, ERR_NOMEM, "out of memory");
+    free(dir);
     if (!rc) {
         hw_select_t sel = {.box = a->box};
         rc = hw_resolve(cat, &sel, NULL, &hw, e);
