@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli/cmd.h"
+#include "cli/study.h"
 #include "models/calib.h"
 #include "models/hwcat.h"
 #include "validation/fit.h"
@@ -26,7 +27,8 @@ static const char fit_usage[] =
     "  -o PROFILE        output file (e.g. models/calib/h200.yaml)\n"
     "  --heldout FILE    the held-out rule (default validation/heldout.yaml)\n"
     "  --device NAME     the device the CSV headers must name (default: DATA_DIR's basename)\n"
-    "  --catalog DIR     hardware catalogs for values the data does not determine (default models/catalog)\n"
+    "  --catalog DIR     hardware catalogs for values the data does not determine (default models/catalog under the data root)\n"
+    "  --seeds FILE      the pre-fit seeds: starting values of the fitted parameters (default validation/seeds.yaml)\n"
     "  --box NAME        box preset of the measured machine (default h200-1)\n"
     "  --profile NAME    profile name written in the file (default: <device>-fitted)\n"
     "  --plots DIR       also plot every fitted row against the fitted model: DIR/fit.{svg,png}\n"
@@ -34,7 +36,7 @@ static const char fit_usage[] =
     "  --quiet           no summary on stdout\n";
 
 typedef struct fit_args {
-    const char *dir, *out, *heldout, *device, *catalog, *box, *profile, *plots;
+    const char *dir, *out, *heldout, *device, *catalog, *box, *profile, *plots, *seeds;
     int quiet;
 } fit_args_t;
 
@@ -44,13 +46,15 @@ const cmd_t cmd_fit = {"fit", "fit the calibration profile from measured kbench 
 
 static int parse_args(int argc, char **argv, fit_args_t *a)
 {
-    *a = (fit_args_t){.heldout = "validation/heldout.yaml", .catalog = "models/catalog", .box = "h200-1"};
+    *a = (fit_args_t){.heldout = "validation/heldout.yaml", .catalog = STUDY_DEFAULT_CATALOG, .box = "h200-1",
+                        .seeds = "validation/seeds.yaml"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char **dst = !strcmp(s, "-o")          ? &a->out
                            : !strcmp(s, "--heldout") ? &a->heldout
                            : !strcmp(s, "--device")  ? &a->device
                            : !strcmp(s, "--catalog") ? &a->catalog
+                           : !strcmp(s, "--seeds")   ? &a->seeds
                            : !strcmp(s, "--box")     ? &a->box
                            : !strcmp(s, "--profile") ? &a->profile
                            : !strcmp(s, "--plots")   ? &a->plots
@@ -116,19 +120,24 @@ static int plot_fit(const char *dir, const fit_t *f, err_t *e)
     return rc;
 }
 
-/* The seed: the box's presets (values the fits need that the data does not determine). */
+/* The seed: the pre-fit seeds file, then the box's presets for what it lacks (values the fits need
+ * that the data does not determine). */
 static int seed_from_catalog(const fit_args_t *a, calib_t **seed, err_t *e)
 {
     hwcat_t *cat = NULL;
     hw_t hw;
     memset(&hw, 0, sizeof hw);
-    int rc = hwcat_load(a->catalog, &cat, e);
+    char *dir = study_data_path(a->catalog);
+    int rc = dir ? hwcat_load(dir, &cat, e) : err_set(e, ERR_NOMEM, "out of memory");
+    free(dir);
     if (!rc) {
         hw_select_t sel = {.box = a->box};
         rc = hw_resolve(cat, &sel, NULL, &hw, e);
     }
     if (!rc) {
-        rc = calib_new(seed, e);
+        char *seeds = study_data_path(a->seeds);
+        rc = seeds ? calib_load(seeds, seed, e) : err_set(e, ERR_NOMEM, "out of memory");
+        free(seeds);
         if (!rc) rc = calib_seed(*seed, &hw, e);
         hw_free(&hw);
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/study_alone.h"
 #include "common/cfg.h"
 #include "models/calib.h"
 #include "models/cost.h"
@@ -109,28 +110,39 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
     return 0;
 }
 
-/* The method settings as YAML text, one line per option given, for method_cfg_bind's checks. */
-static void method_yaml(const plan_args_t *a, char *buf, size_t n)
+/* The plan's point as a scenario: each flag is an assignment on an empty document, as `odsim run
+ * --set` makes them, so the study assembly resolves it exactly as it resolves a run's point. */
+static int plan_doc(const plan_args_t *a, cfg_doc_t **out, err_t *e)
 {
-    buf[0] = '\0';
-    for (size_t o = 0; o < N_OPTS; o++) {
-        const char *v = *(const char *const *)((const char *)a + opts[o].off);
-        if (opts[o].key && v)
-            snprintf(buf + strlen(buf), n - strlen(buf), strcmp(opts[o].key, "placement") ? "%s: %s\n" : "%s: \"%s\"\n",
-                     opts[o].key, v);
+    int rc = cfg_parse_string("odsim plan", "{}", 2, out, e);
+    char set[4096];
+    const struct {
+        const char *key, *value, *flag;
+    } top[] = {{"hardware.box", a->hw, "--hw"},     {"hardware.link", a->link, "--link"},
+               {"calibration", a->calib, "--calib"}, {"catalog", a->catalog, "--catalog"},
+               {"model.name", a->model, "--model"}};
+    for (size_t i = 0; !rc && i < sizeof top / sizeof top[0]; i++) {
+        if (!top[i].value) continue;
+        snprintf(set, sizeof set, "%s=%s", top[i].key, top[i].value);
+        rc = cfg_set(*out, set, top[i].flag, e);
     }
+    for (size_t o = 0; !rc && o < N_OPTS; o++) {
+        const char *v = *(const char *const *)((const char *)a + opts[o].off);
+        if (!opts[o].key || !v) continue;
+        snprintf(set, sizeof set, "method.%s=%s", opts[o].key, v);
+        rc = cfg_set(*out, set, opts[o].flag, e);
+    }
+    return rc;
 }
 
 typedef struct ctx {
     plan_args_t a;
-    hwcat_t *cat;
-    llmcat_t *llms;
-    quality_t *quality;
-    hw_t hw;
+    study_t *study;
+    study_alone_t *alone_pt;
+    const hw_t *hw;
     calib_t *cal;
     sim_t *sim;
-    llm_t m;
-    cfg_doc_t *mdoc;
+    quality_t *quality;
     provider_t *prov;
     plan_t plan;
     sim_ps_t *finish, *alone;
@@ -142,21 +154,9 @@ static void ctx_free(ctx_t *c)
     free(c->alone);
     plan_free(&c->plan);
     provider_free(c->prov);
-    cfg_free(c->mdoc);
-    llm_free(&c->m);
-    sim_free(c->sim);
-    calib_free(c->cal);
-    hw_free(&c->hw);
     quality_free(c->quality);
-    llmcat_free(c->llms);
-    hwcat_free(c->cat);
-}
-
-static const char *root_path(const char *rel, char *buf, size_t n)
-{
-    const char *root = getenv("ODSIM_ROOT");
-    snprintf(buf, n, "%s/%s", root && *root ? root : ".", rel);
-    return buf;
+    study_alone_free(c->alone_pt);
+    study_free(c->study);
 }
 
 /* The copy engine's hand-off to a kernel waiting on a copy (seeded from the presets: always there). */
@@ -169,26 +169,22 @@ static sim_ps_t handoff_ps(const calib_t *cal)
 
 static int setup(ctx_t *c, err_t *e)
 {
-    char p[4096], dir[4096];
-    const char *catdir = c->a.catalog ? c->a.catalog : root_path("models/catalog", dir, sizeof dir);
-    int rc = hwcat_load(catdir, &c->cat, e);
-    snprintf(p, sizeof p, "%s/llms.yaml", catdir);
-    if (!rc) rc = llmcat_load(p, &c->llms, e);
-    snprintf(p, sizeof p, "%s/quality.yaml", catdir);
-    if (!rc) rc = quality_load(p, &c->quality, e);
-    hw_select_t sel = {.box = c->a.hw, .link = c->a.link};
-    if (!rc) rc = hw_resolve(c->cat, &sel, NULL, &c->hw, e);
-    if (!rc) rc = c->a.calib ? calib_load(c->a.calib, &c->cal, e) : calib_new(&c->cal, e);
-    if (!rc) rc = calib_seed(c->cal, &c->hw, e);
-    if (!rc) rc = sim_new(&c->sim, e);
-    if (!rc) rc = hwinst_build(&c->hw, c->cal, c->sim, e);
-    if (!rc) rc = llm_get(c->llms, c->a.model, NULL, &c->m, e);
-    char y[4096];
-    method_yaml(&c->a, y, sizeof y);
-    method_cfg_t cfg;
-    if (!rc) rc = cfg_parse_string("command line", y, strlen(y), &c->mdoc, e);
-    if (!rc) rc = method_cfg_bind(cfg_root(c->mdoc), &cfg, e);
-    if (!rc) rc = provider_new(&cfg, &c->m, &c->hw, c->cal, &c->prov, e);
+    cfg_doc_t *doc = NULL;
+    int rc = plan_doc(&c->a, &doc, e);
+    if (rc) {
+        cfg_free(doc);
+        return rc;
+    }
+    rc = study_open_doc(doc, "odsim plan", &c->study, e);
+    if (!rc) rc = study_alone_open(c->study, 0, &c->alone_pt, e);
+    if (rc) return rc;
+    c->hw = study_alone_hw(c->alone_pt);
+    c->cal = study_alone_calib(c->alone_pt);
+    c->sim = study_alone_sim(c->alone_pt);
+    char *qpath = study_catalog_file(c->study, "quality.yaml");
+    rc = qpath ? quality_load(qpath, &c->quality, e) : err_set(e, ERR_NOMEM, "out of memory");
+    free(qpath);
+    if (!rc) rc = provider_new_shared(study_alone_method(c->alone_pt), c->hw, c->cal, &c->prov, e);
     if (rc) return rc;
     plan_init(&c->plan);
     plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, c->a.context, c->a.prefill ? c->a.prefill : 1, 0};
@@ -264,7 +260,7 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     int L = m->layers;
     printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
            method_names[cfg->method], c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
-           (unsigned long long)c->a.context, (long long)cfg->window, c->hw.box, c->hw.gpu, c->hw.gpus, c->hw.link);
+           (unsigned long long)c->a.context, (long long)cfg->window, c->hw->box, c->hw->gpu, c->hw->gpus, c->hw->link);
     if (c->a.prefill) printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill, cfg->prefill == PREFILL_EXACT ? "exact" : "sparse");
     static const char *const sel[] = {"kv_head", "query_head", "shared"};
     static const char *const lay[] = {"split", "interleaved", "token", "page"};
@@ -358,8 +354,8 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     json_object_set_new(root, "model", json_string(m->name));
     json_object_set_new(root, "method", json_string(method_names[cfg->method]));
     json_object_set_new(root, "phase", json_string(c->a.prefill ? "prefill" : "decode"));
-    json_object_set_new(root, "hardware", json_pack("{s:s,s:s,s:s,s:i}", "box", c->hw.box, "gpu", c->hw.gpu, "link",
-                                                    c->hw.link, "gpus", c->hw.gpus));
+    json_object_set_new(root, "hardware", json_pack("{s:s,s:s,s:s,s:i}", "box", c->hw->box, "gpu", c->hw->gpu, "link",
+                                                    c->hw->link, "gpus", c->hw->gpus));
     json_object_set_new(root, "calib_hash", json_sprintf("%016llx", (unsigned long long)calib_hash(c->cal)));
     json_object_set_new(set, "context_tokens", json_integer((json_int_t)c->a.context));
     json_object_set_new(set, "new_tokens", json_integer(c->a.prefill ? c->a.prefill : 1));
@@ -464,7 +460,7 @@ static int plan_main(int argc, char **argv)
     footprint_session(mt, c.a.context + (c.a.prefill ? c.a.prefill : 1), &f);
     err_t fe;
     err_clear(&fe);
-    int feas = footprint_check(mt, &c.hw, c.a.context + (c.a.prefill ? c.a.prefill : 1), c.a.sessions, &ft, &fe);
+    int feas = footprint_check(mt, c.hw, c.a.context + (c.a.prefill ? c.a.prefill : 1), c.a.sessions, &ft, &fe);
     if (c.a.json) print_json(&c, step_ps, &f, &ft, feas, fe.msg);
     else print_text(&c, step_ps, &f, &ft, feas, fe.msg);
     ctx_free(&c);
@@ -496,8 +492,8 @@ const cmd_t cmd_plan = {
     "  --plane-bits P     Fathom: plane bits per plan (instead of --budget)\n"
     "  --keys K           Fathom's key-channel variances: default | kbench (kbench's synthetic keys)\n"
     "  --sessions S       sessions for the footprint total (default 1)\n"
-    "  --calib FILE       calibration profile (default: the hardware presets)\n"
-    "  --catalog DIR      catalog directory (default $ODSIM_ROOT/models/catalog)\n"
+    "  --calib FILE       calibration profile (default " STUDY_DEFAULT_CALIBRATION ", as odsim run; none: presets)\n"
+    "  --catalog DIR      catalog directory (default " STUDY_DEFAULT_CATALOG " under the data root: docs/data-root.md)\n"
     "  --json             the same as JSON, every figure named with its unit\n",
     plan_main,
 };

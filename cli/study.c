@@ -43,12 +43,22 @@ static char *find_root(void)
     return strdup(exe[0] ? exe : "/");
 }
 
-char *study_path(const study_t *s, const char *rel)
+static char *path_under(const char *root, const char *rel)
 {
     if (!rel || rel[0] == '/' || access(rel, R_OK) == 0) return strdup(rel ? rel : "");
-    size_t n = strlen(s->root) + strlen(rel) + 2;
+    size_t n = strlen(root) + strlen(rel) + 2;
     char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", s->root, rel);
+    if (p) snprintf(p, n, "%s/%s", root, rel);
+    return p;
+}
+
+char *study_path(const study_t *s, const char *rel) { return path_under(s->root, rel); }
+
+char *study_data_path(const char *rel)
+{
+    char *root = find_root();
+    char *p = root ? path_under(root, rel) : NULL;
+    free(root);
     return p;
 }
 
@@ -69,6 +79,8 @@ static int collect_axes(study_t *s, err_t *e)
             return cfg_error(e, ERR_INVAL, vals, "a sweep axis needs a non-empty list of values");
         if (!strcmp(cfg_key_at(sw, a), "sweep") || !strncmp(cfg_key_at(sw, a), "sweep.", 6))
             return cfg_error(e, ERR_INVAL, vals, "a sweep cannot sweep itself");
+        if (!strcmp(cfg_key_at(sw, a), "catalog"))
+            return cfg_error(e, ERR_INVAL, vals, "the catalog directory is one per study: it cannot be swept");
         s->axes[a] = (study_axis_t){cfg_key_at(sw, a), vals, cfg_size(vals)};
         if (s->n_points > 1000000 / s->axes[a].n)
             return cfg_error(e, ERR_RANGE, vals, "the sweep has over a million points");

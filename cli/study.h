@@ -7,6 +7,7 @@
  *   name: default
  *   hardware:  {box: h200-1, gpu: ..., link: pcie5, tier: ..., gpus: 1, set: {h2d_GBps: 60}}
  *   calibration: models/calib/h200.yaml     # fitted profile; names it lacks come from the presets
+ *   catalog:   models/catalog               # hardware, LLM and quality catalogs (not swept)
  *   model:     {name: qwen3-8b, kv_dtype: bf16, weights_dtype: bf16, set: {layers: 1}}
  *   method:    {name: fathom, budget: 56, k: 2048, ...}   # models' method parameters
  *   serving:   {mode: streams, cuda_graphs: false, max_batch: 0, prefill_chunk: 2048,
@@ -36,6 +37,17 @@
 
 typedef struct study study_t;
 
+/* The data root holds the catalogs (models/catalog/), the calibration profiles (models/calib/) and
+ * the traces: $ODSIM_ROOT when set, else the current directory when it holds models/catalog, else
+ * the directory two levels above the executable (an installed or built odsim; docs/data-root.md).
+ * Every command finds its data this way. */
+#define STUDY_DEFAULT_CALIBRATION "models/calib/h200.yaml"
+#define STUDY_DEFAULT_CATALOG "models/catalog"
+
+/* The path of data file `rel`: as given when it exists or is absolute, else under the data root.
+ * Returns a new string (NULL: out of memory). */
+char *study_data_path(const char *rel);
+
 /* Loads a scenario file, applies `--set` overrides (each "key=value"), resolves nothing yet but
  * checks every key. On success *out owns everything. Errors: ERR_IO, ERR_PARSE, ERR_INVAL
  * (file:line:col and key), ERR_NOMEM. */
@@ -44,6 +56,10 @@ int study_open(const char *path, const char *const *sets, size_t n_sets, study_t
  * the scenario in reports. */
 int study_open_doc(cfg_doc_t *doc, const char *name, study_t **out, err_t *e);
 void study_free(study_t *s);
+
+/* The path of `file` in the study's catalog directory (scenario key `catalog`); "" gives the
+ * directory itself. Returns a new string (NULL: out of memory). */
+char *study_catalog_file(const study_t *s, const char *file);
 
 /* Number of sweep points (1 without a sweep) and a label for point i ("method.name=fathom
  * hardware.link=pcie4", or "base"). */

@@ -14,6 +14,8 @@ static const cfg_param_t top_params[] = {
     P("description", CFG_T_STRING, scn_top_t, description, "", 1, 0, "what the study asks"),
     P("calibration", CFG_T_STRING, scn_top_t, calibration, "models/calib/h200.yaml", 1, 0,
       "calibration profile (relative to odsim's data root), or 'none' for the presets alone"),
+    P("catalog", CFG_T_STRING, scn_top_t, catalog, "models/catalog", 1, 0,
+      "catalog directory: gpus, links, tiers, boxes, llms, quality (relative to odsim's data root)"),
     N("hardware", scn_top_t, hardware, "box, gpu, link (what-if), tier, gpus, set: parameter overrides (models/hwcat.h)"),
     N("model", scn_top_t, model, "LLM shape and dtypes (section model)"),
     N("method", scn_top_t, method, "attention method and its parameters (odsim plan --help)"),

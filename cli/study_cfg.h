@@ -13,7 +13,7 @@
 #include "common/err.h"
 
 typedef struct scn_top {
-    const char *name, *description, *calibration;
+    const char *name, *description, *calibration, *catalog;
     const cfg_node_t *hardware, *model, *method, *serving, *workload, *slo, *run, *sweep;
 } scn_top_t;
 

@@ -77,6 +77,10 @@ void study_catalogs_free(study_t *s);
 int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e);
 void study_point_free(study_point_t *pt);
 
+/* The calibration of point pt: its profile (or none), the scenario's what-ifs laid over it, the
+ * names it lacks seeded from the presets. Records its hash in s. On success *out is a new profile. */
+int study_calib_load(study_t *s, const study_point_t *pt, calib_t **out, err_t *e);
+
 /* Runs replication k of reps of point pt. On success rep owns a finished simulation. */
 int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps, const study_opts_t *opts,
                   study_rep_t *rep, err_t *e);

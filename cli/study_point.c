@@ -1,13 +1,26 @@
 /* Resolving a sweep point: bind every section, look up the presets, check the method. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/study_int.h"
 
+char *study_catalog_file(const study_t *s, const char *file)
+{
+    const cfg_node_t *node = cfg_get(cfg_root(s->doc), "catalog");
+    const char *cat = node ? cfg_str(node) : NULL;
+    char *dir = study_path(s, cat ? cat : STUDY_DEFAULT_CATALOG);
+    size_t n = dir ? strlen(dir) + strlen(file) + 2 : 0;
+    char *p = n ? malloc(n) : NULL;
+    if (p) snprintf(p, n, "%s%s%s", dir, *file ? "/" : "", file);
+    free(dir);
+    return p;
+}
+
 int study_catalogs_load(study_t *s, err_t *e)
 {
-    char *dir = study_path(s, "models/catalog");
-    char *llms = study_path(s, "models/catalog/llms.yaml");
+    char *dir = study_catalog_file(s, "");
+    char *llms = study_catalog_file(s, "llms.yaml");
     int rc = (dir && llms) ? hwcat_load(dir, &s->hwcat, e) : err_set(e, ERR_NOMEM, "out of memory");
     if (!rc) rc = llmcat_load(llms, &s->llmcat, e);
     free(dir);

@@ -65,13 +65,25 @@ static int calib_whatif(const study_t *s, const study_point_t *pt, calib_t *cal,
     return rc;
 }
 
-static int calib_prepare(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps, calib_t **out, err_t *e)
+int study_calib_load(study_t *s, const study_point_t *pt, calib_t **out, err_t *e)
 {
+    *out = NULL;
     int rc = pt->calib_path ? calib_load(pt->calib_path, out, e) : calib_new(out, e);
     if (!rc) rc = calib_whatif(s, pt, *out, e);
     if (!rc) rc = calib_seed(*out, &pt->hw, e);
-    if (rc) return rc;
+    if (rc) {
+        calib_free(*out);
+        *out = NULL;
+        return rc;
+    }
     s->calib_hash = calib_hash(*out);
+    return ERR_OK;
+}
+
+static int calib_prepare(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps, calib_t **out, err_t *e)
+{
+    int rc = study_calib_load(s, pt, out, e);
+    if (rc) return rc;
     if (reps < 2 || !pt->run.sample_calibration) return ERR_OK;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng) return err_set(e, ERR_NOMEM, "out of memory");

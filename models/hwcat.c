@@ -608,8 +608,8 @@ static int load_doc(hwcat_t *cat, hw_kind_t kind, cfg_doc_t *doc, err_t *e)
         rc = resolve_base(cat, kind, &cat->e[kind][i], 0, e);
     for (size_t i = first; !rc && i < cat->n[kind]; i++) {
         const cfg_node_t *m = cfg_get(root, cat->e[kind][i].name);
+        /* cost-model parameters are optional here: a fitted profile supplies them (calib.h) */
         rc = check_required(&cat->e[kind][i], schemas[kind].defs, schemas[kind].n, m, e);
-        if (!rc && kind == HW_GPU) rc = check_required(&cat->e[kind][i], cost_defs, NDEF(cost_defs), m, e);
     }
     return rc;
 }
@@ -828,16 +828,16 @@ bool hwcat_param_is_text(const char *key)
     return d && d->type == HWP_TEXT;
 }
 
-static void describe(FILE *fp, const char *title, const hwp_def_t *d, size_t n)
+static void describe(FILE *fp, const char *title, const hwp_def_t *d, size_t n, bool checked)
 {
     fprintf(fp, "%s:\n", title);
     for (size_t i = 0; i < n; i++)
-        fprintf(fp, "  %-24s %-8s %-9s %s %g  %s\n", d[i].key, d[i].unit, d[i].required ? "required" : "optional",
+        fprintf(fp, "  %-24s %-8s %-9s %s %g  %s\n", d[i].key, d[i].unit, checked && d[i].required ? "required" : "optional",
                 d[i].min_excl ? ">" : ">=", d[i].min, d[i].doc);
 }
 
 void hwcat_describe(FILE *fp)
 {
-    for (int k = 0; k < HW_KIND_COUNT; k++) describe(fp, schemas[k].file, schemas[k].defs, schemas[k].n);
-    describe(fp, "gpus.yaml costs", cost_defs, NDEF(cost_defs));
+    for (int k = 0; k < HW_KIND_COUNT; k++) describe(fp, schemas[k].file, schemas[k].defs, schemas[k].n, true);
+    describe(fp, "gpus.yaml costs (a fitted profile supplies what a preset lacks)", cost_defs, NDEF(cost_defs), false);
 }

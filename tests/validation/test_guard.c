@@ -32,7 +32,7 @@ static calib_t *seed_box(const char *box)
     hw_select_t sel = {.box = box};
     cr_assert_eq(hw_resolve(cat, &sel, NULL, &hw, &e), 0, "%s", e.msg);
     calib_t *c = NULL;
-    cr_assert_eq(calib_new(&c, &e), 0);
+    cr_assert_eq(calib_load("validation/seeds.yaml", &c, &e), 0, "%s", e.msg); /* what odsim fit starts from */
     cr_assert_eq(calib_seed(c, &hw, &e), 0, "%s", e.msg);
     hw_free(&hw);
     hwcat_free(cat);
