@@ -44,7 +44,7 @@ PROTO      := $(wildcard traces/*.proto)
 PROTO_C    := $(patsubst traces/%.proto,build/gen/%.pb-c.c,$(PROTO))
 PROTO_H    := $(PROTO_C:.c=.h)
 
-srcs_of = $(wildcard $(1)/*.c) $(if $(filter traces,$(1)),$(PROTO_C)) $(if $(filter common,$(1)),build/gen/version.c)
+srcs_of = $(wildcard $(1)/*.c $(1)/*/*.c) $(if $(filter traces,$(1)),$(PROTO_C)) $(if $(filter common,$(1)),build/gen/version.c)
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CMD_NAMES := $(patsubst cli/cmd_%.c,%,$(wildcard cli/cmd_*.c))
 KREF_SRCS := $(wildcard kernels/ref/*.c)
@@ -202,7 +202,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	@mkdir -p build/fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
-	  srcs="$$(for m in $(MODULES); do ls $$m/*.c 2>/dev/null; done) $(PROTO_C)"; \
+	  srcs="$$(for m in $(MODULES); do ls $$m/*.c $$m/*/*.c 2>/dev/null; done) $(PROTO_C)"; \
 	  clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. -Ibuild/gen -DODSIM_VERSION=\"$(VERSION)\" \
 	    tests/fuzz/$$t.c $$srcs $(CLI_SRCS) build/gen/cmdtab.c build/gen/version.c \
 	    -o build/fuzz/$$t $(LDLIBS); \

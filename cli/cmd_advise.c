@@ -8,7 +8,7 @@
 
 #include "cli/cmd.h"
 #include "cli/study.h"
-#include "models/method.h"
+#include "models/method_ops.h"
 #include "models/quality.h"
 
 static int advise_main(int argc, char **argv);
@@ -77,7 +77,7 @@ typedef struct advice {
 
 /* Candidates of one method from its points meeting the target, cheapest first. */
 static int advise_method(const char *path, const char *const *sets, size_t n_sets, int reps, double context,
-                         const char *method, const quality_point_t *const *pts, size_t n, advice_t *out, err_t *e)
+                         const method_ops_t *ops, const quality_point_t *const *pts, size_t n, advice_t *out, err_t *e)
 {
     static const char *const places[] = {"host", "hbm"}, *const layouts[] = {"interleaved", "split"};
     for (size_t i = 0; i < n; i++) {
@@ -86,10 +86,11 @@ static int advise_method(const char *path, const char *const *sets, size_t n_set
         for (int pl = 0; pl < 2; pl++) {
             for (int ly = 0; ly < 2; ly++) {
                 char m[256];
-                int len = snprintf(m, sizeof m, "method={method: %s, k: %.0f, placement: %s", method, k, places[pl]);
-                if (!isnan(p->budget_bits) && strcmp(method, "hashattn") && strcmp(method, "landmark"))
+                int len = snprintf(m, sizeof m, "method={method: %s, k: %.0f, placement: %s", ops->name, k, places[pl]);
+                if (!isnan(p->budget_bits) && !ops->budget_fixed)   /* else the model gives the budget */
                     len += snprintf(m + len, sizeof m - (size_t)len, ", budget: %g", p->budget_bits);
-                if (strcmp(method, "landmark")) len += snprintf(m + len, sizeof m - (size_t)len, ", layout: %s", layouts[ly]);
+                if (!ops->pages)   /* a page method's layout is its pages */
+                    len += snprintf(m + len, sizeof m - (size_t)len, ", layout: %s", layouts[ly]);
                 snprintf(m + len, sizeof m - (size_t)len, "}");
                 bool ok = false;
                 study_result_t *r = NULL;
@@ -166,16 +167,17 @@ static int advise_main(int argc, char **argv)
     if (!rc && quality_load("models/catalog/quality.yaml", &q, &e)) rc = cmd_fail("advise", "%s", e.msg);
     if (!rc) printf("odsim advise: %s, quality %s %s %g (models/catalog/quality.yaml)\n", path, t.metric,
                     t.at_least ? ">=" : "<=", t.value);
-    for (int mi = 0; !rc && method_names[mi]; mi++) {
+    for (int mi = 0; !rc && mi < method_count(); mi++) {
+        const method_ops_t *ops = method_ops_at(mi);
         const quality_point_t *pts[16];
         err_t why = {0};
-        size_t n = candidates(q, method_names[mi], &t, pts, 16, &why);
+        size_t n = candidates(q, ops->name, &t, pts, 16, &why);
         advice_t a = {.config = ""};
-        if (n && advise_method(path, sets, n_sets, (int)reps, context, method_names[mi], pts, n, &a, &e)) {
-            rc = cmd_fail("advise", "%s: %s", method_names[mi], e.msg);
+        if (n && advise_method(path, sets, n_sets, (int)reps, context, ops, pts, n, &a, &e)) {
+            rc = cmd_fail("advise", "%s: %s", ops->name, e.msg);
             break;
         }
-        printf("\n%-9s ", method_names[mi]);
+        printf("\n%-9s ", ops->name);
         if (!n) printf("%s\n", why.msg);
         else if (!a.r) printf("no configuration of its %zu qualifying point(s) meets the SLO\n", n);
         else {

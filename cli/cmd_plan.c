@@ -259,7 +259,7 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     const llm_t *m = method_llm(mt);
     int L = m->layers;
     printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
-           method_names[cfg->method], c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
+           method_name(mt), c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
            (unsigned long long)c->a.context, (long long)cfg->window, c->hw->box, c->hw->gpu, c->hw->gpus, c->hw->link);
     if (c->a.prefill) printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill, cfg->prefill == PREFILL_EXACT ? "exact" : "sparse");
     static const char *const sel[] = {"kv_head", "query_head", "shared"};
@@ -328,7 +328,7 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     size_t nq = 0;
     const quality_point_t *qp[4];
     err_t qe;
-    if (quality_lookup(c->quality, method_names[cfg->method], NULL, method_budget_bits(mt), NAN, qp, 4, &nq, &qe))
+    if (quality_lookup(c->quality, method_name(mt), NULL, method_budget_bits(mt), NAN, qp, 4, &nq, &qe))
         printf("\nquality: %s\n", qe.msg);
     else
         for (size_t i = 0; i < nq && i < 4; i++)
@@ -352,7 +352,7 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     json_t *root = json_object(), *set = json_object(), *layers = json_array(), *ops = json_array();
     json_object_set_new(root, "odsim_version", json_string(ODSIM_VERSION));
     json_object_set_new(root, "model", json_string(m->name));
-    json_object_set_new(root, "method", json_string(method_names[cfg->method]));
+    json_object_set_new(root, "method", json_string(method_name(mt)));
     json_object_set_new(root, "phase", json_string(c->a.prefill ? "prefill" : "decode"));
     json_object_set_new(root, "hardware", json_pack("{s:s,s:s,s:s,s:i}", "box", c->hw->box, "gpu", c->hw->gpu, "link",
                                                     c->hw->link, "gpus", c->hw->gpus));
@@ -371,7 +371,7 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     json_object_set_new(root, "settings", set);
     const fathom_stats_t *fs = method_fathom(mt);
     if (fs)
-        json_object_set_new(root, "fathom", json_pack("{s:i,s:f,s:f,s:f}", "plane_bits", fs->plane_bits, "active_channels_mean",
+        json_object_set_new(root, method_name(mt), json_pack("{s:i,s:f,s:f,s:f}", "plane_bits", fs->plane_bits, "active_channels_mean",
                                                       fs->mean_active, "active_channels_sd", fs->sd_active,
                                                       "rel_residual_score_error", fs->mean_rel_residual));
     int L = m->layers;
@@ -473,7 +473,7 @@ const cmd_t cmd_plan = {
     "the plan of one decode step or prefill chunk of one session alone: bytes, pieces, time, footprint",
     "usage: odsim plan --model M --method X --context N [options] [--json]\n"
     "  --model M          LLM shape (models/catalog/llms.yaml): qwen3-8b, llama-3.1-8b, qwen2.5-7b, ...\n"
-    "  --method X         dense | pertoken | sparq | fathom | hashattn | landmark\n"
+    "  --method X         an attention method (`odsim params method` lists them)\n"
     "  --context N        tokens already in the context (k and M suffixes: 1M = 1048576)\n"
     "  --budget B         index bits read per token per KV head, scales included\n"
     "  --k K              selected tokens          --page P     landmark page tokens (8 or 16)\n"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/study_int.h"
+#include "models/method_ops.h"
 #include "models/opkind.h"
 #include "models/provider.h"
 
@@ -72,7 +73,7 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_
     uint16_t kind = op->kind, layer = op->layer;
     const method_t *mt = provider_method(pp->inner);
     const method_cfg_t *c = method_cfg(mt);
-    if (op->kind == OPKIND_SCAN && (c->method == METHOD_FATHOM || c->method == METHOD_SPARQ) && ly.index_pieces > 0) {
+    if (op->kind == OPKIND_SCAN && method_table(mt)->query_dependent && ly.index_pieces > 0) {
         /* the scan walks chunk by chunk: a chunk's prefixes lie within its own bytes (one run of
          * translations each), where the index fetch's kernel reads them channel by channel */
         double runs = method_llm(mt)->kv_heads * ceil((double)req->context_tokens / (double)c->chunk);
@@ -133,7 +134,7 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
         return plan_add(out, &op, NULL, 0, NULL, e);
     }
     return err_set(e, ERR_INVAL, "probe: the %s plan at %llu tokens has no '%s' op (variant '%s')",
-                   method_names[method_cfg(provider_method(pp->inner))->method],
+                   method_name(provider_method(pp->inner)),
                    (unsigned long long)req->context_tokens, opkind_name(pp->kind), pp->pb.variant);
 }
 

@@ -1,5 +1,6 @@
 #include "models/cost.h"
 
+#include "models/method_ops.h"
 #include "models/opkind.h"
 
 #include <math.h>
@@ -8,15 +9,14 @@
 
 sim_ps_t cost_ps(double seconds) { return (sim_ps_t)ceil(seconds * (double)SIM_PS_PER_S); }
 
-const char *const cost_scan_families[COST_SCAN_FAMILIES] = {"pertoken",  "sparq",     "fathom",    "hashattn",
-                                                            "landmark",  "fathom_v1", "fathom_v2", "fathom_qh"};
-
 int cost_scan_family(const char *name)
 {
     size_t n = strlen(name);
     for (int pass = 0; pass < 2; pass++) {   /* the name as it is, then without its trailing digits */
-        for (int i = 0; i < COST_SCAN_FAMILIES; i++)
-            if (strlen(cost_scan_families[i]) == n && !strncmp(cost_scan_families[i], name, n)) return i;
+        for (int i = 0; i < method_scan_family_count(); i++) {
+            const char *f = method_scan_family_name(i);
+            if (strlen(f) == n && !strncmp(f, name, n)) return i;
+        }
         while (n > 0 && name[n - 1] >= '0' && name[n - 1] <= '9') n--;
     }
     return -1;
@@ -24,10 +24,11 @@ int cost_scan_family(const char *name)
 
 int cost_scan_form(int family, const char *form)
 {
-    if (family < 0 || family >= COST_SCAN_FAMILIES || strchr(cost_scan_families[family], '_')) return -1;
+    const char *f = method_scan_family_name(family);
+    if (!f || strchr(f, '_')) return -1;
     if (!form || !*form) return family;
     char name[64];
-    snprintf(name, sizeof name, "%s_%s", cost_scan_families[family], form);
+    snprintf(name, sizeof name, "%s_%s", f, form);
     return cost_scan_family(name);
 }
 
@@ -59,21 +60,22 @@ static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
         if (rc) return rc;
     }
     const char(*scan)[40] = c->kind_names[OPKIND_SCAN];
-    for (int f = 0; f < COST_SCAN_FAMILIES; f++) {
-        snprintf(c->scan_names[f][0], 40, "scan_%s_latency_us", cost_scan_families[f]);
-        snprintf(c->scan_names[f][1], 40, "scan_%s_mem_eff", cost_scan_families[f]);
+    for (int f = 0; f < method_scan_family_count(); f++) {
+        const char *family = method_scan_family_name(f);
+        snprintf(c->scan_names[f][0], 40, "scan_%s_latency_us", family);
+        snprintf(c->scan_names[f][1], 40, "scan_%s_mem_eff", family);
         int rc = pair_get(cal, c->scan_names[f], scan[0], scan[1], &c->scan_latency_s[f], &c->scan_mem_eff[f], e);
         if (rc) return rc;
         /* over an index in L2: the family's own pair until one is fitted (a profile from runs without
          * such rows, or from before them, holds the catalogs' presets) */
-        snprintf(c->scan_fill_names[f], 40, "scan_%s_fill_bytes", cost_scan_families[f]);
+        snprintf(c->scan_fill_names[f], 40, "scan_%s_fill_bytes", family);
         const calib_param_t *fill = calib_find(cal, c->scan_fill_names[f]);
         c->scan_fill_bytes[f] = fill ? fill->value : 0;
-        snprintf(c->scan_bit_names[f], 40, "scan_%s_bit_ns", cost_scan_families[f]);
+        snprintf(c->scan_bit_names[f], 40, "scan_%s_bit_ns", family);
         const calib_param_t *bit = hwcat_param_unit(c->scan_bit_names[f]) ? calib_find(cal, c->scan_bit_names[f]) : NULL;
         c->scan_bit_s[f] = bit ? bit->value * 1e-9 : 0;
-        snprintf(c->scan_l2_names[f][0], 40, "scan_%s_l2_latency_us", cost_scan_families[f]);
-        snprintf(c->scan_l2_names[f][1], 40, "scan_%s_l2_mem_eff", cost_scan_families[f]);
+        snprintf(c->scan_l2_names[f][0], 40, "scan_%s_l2_latency_us", family);
+        snprintf(c->scan_l2_names[f][1], 40, "scan_%s_l2_mem_eff", family);
         const calib_param_t *l2 = calib_find(cal, c->scan_l2_names[f][0]);
         if (!l2 || !l2->origin || !strncmp(l2->origin, "assumed", 7)) {
             memcpy(c->scan_l2_names[f], c->scan_names[f], sizeof c->scan_names[f]);
@@ -518,7 +520,7 @@ void cost_kernel(const cost_t *c, const cost_paths_t *p, int kind, double bytes,
 void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, double bytes, double flops,
                double bits, llm_dtype_t t, plan_op_t *op)
 {
-    if (family < 0 || family >= COST_SCAN_FAMILIES) {
+    if (family < 0 || family >= method_scan_family_count()) {
         cost_kernel(c, p, OPKIND_SCAN, bytes, flops, t, op);
         return;
     }

@@ -40,21 +40,23 @@
 #include "models/hwcat.h"
 #include "models/hwinst.h"
 #include "models/llm.h"
+#include "models/method_ops.h"
 #include "models/opkind.h"
 #include "sim/plan.h"
 #include "sim/sim.h"
 
 /* Index scans differ per method in what binds them (integer unpacking of bit planes, popcounts of
  * signatures, byte streaming of packed rows or page summaries), so each family has its own fixed
- * time and HBM efficiency. The names are kbench's scan variants without their trailing digits;
- * after the methods' come the other implementations kbench measured of one method's scan, named
- * <method>_<form>: Fathom's numbered plane-scan kernels v1 (a thread per token) and v2 (batched
- * loads), where the steps run v3, and its scan of each query head apart (qh: kbench's v2 with 4
- * query heads; v3 scores their sum only). */
-#define COST_SCAN_FAMILIES 8
-extern const char *const cost_scan_families[COST_SCAN_FAMILIES];
+ * time and HBM efficiency. The families are those the methods' tables name (models/method_ops.h:
+ * method_scan_family_name), kbench's scan variants without their trailing digits; after the
+ * methods' come the other implementations kbench measured of one method's scan, named
+ * <method>_<form> (Fathom's numbered plane-scan kernels v1, a thread per token, and v2, batched
+ * loads, where the steps run v3; and its scan of each query head apart, qh: kbench's v2 with 4
+ * query heads, where v3 scores their sum only). COST_SCAN_FAMILIES is the room for them. */
+#define COST_SCAN_FAMILIES METHOD_SCAN_FAMILIES_MAX
 
-/* Index of the scan family `name` names ("fathom", "landmark16" → "landmark", "fathom_v1"), or -1. */
+/* Index of the scan family `name` names (a method's family, a trailing number dropped as in
+ * "landmark16", or <family>_<form>), or -1. */
 int cost_scan_family(const char *name);
 
 /* The family of method family `family`'s scan in form `form` ("v1", "v2", "qh"; NULL or "": the
@@ -112,7 +114,7 @@ typedef struct cost {
      * <kind>_latency_us and <kind>_mem_eff where the catalogs declare them, else kernel_* */
     double kind_latency_s[OPKIND_COUNT], kind_mem_eff[OPKIND_COUNT];
     char kind_names[OPKIND_COUNT][2][40];
-    /* per scan family (cost_scan_families): scan_<family>_latency_us and scan_<family>_mem_eff where
+    /* per scan family (method_scan_family_name): scan_<family>_latency_us and scan_<family>_mem_eff where
      * the catalogs declare them, else the scan kind's */
     double scan_latency_s[COST_SCAN_FAMILIES], scan_mem_eff[COST_SCAN_FAMILIES];
     char scan_names[COST_SCAN_FAMILIES][2][40];

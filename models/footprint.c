@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <string.h>
+#include "models/method_ops.h"
 
 void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
 {
@@ -10,7 +11,7 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
     double H = m->kv_heads, d = m->head_dim, W = (double)c->window;
     double n_off = fmax(0.0, (double)context - W);
     memset(o, 0, sizeof *o);
-    double row = c->method == METHOD_DENSE ? 2.0 * d * llm_dtype_bytes((llm_dtype_t)c->kv_dtype) : method_kv_row_bytes(mt);
+    double row = method_table(mt)->reads_all ? 2.0 * d * llm_dtype_bytes((llm_dtype_t)c->kv_dtype) : method_kv_row_bytes(mt);
     double kv_bytes = n_off * m->layers * H * row;
     o->host_kv_bytes = c->kv_placement == KV_HBM ? 0 : kv_bytes;
     double buf_max = 0;

@@ -4,11 +4,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include "models/method_ops.h"
 
-const char *const method_names[] = {"dense", "pertoken", "sparq", "fathom", "hashattn", "landmark", NULL};
 static const char *const select_names[] = {"kv_head", "query_head", "shared", "default", NULL};
 static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
-static const char *const store_names[] = {"4bit", "bf16", NULL};
+const char *const method_store_names[] = {"4bit", "bf16", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
 static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
@@ -20,7 +20,7 @@ static const char *const keys_names[] = {"default", "kbench", NULL};
 
 #define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
 static const cfg_param_t method_params[] = {
-    P_("method", CFG_T_ENUM, method, NULL, 1, 0, method_names, "dense|pertoken|sparq|fathom|hashattn|landmark"),
+    P_("method", CFG_T_ENUM, method, NULL, 1, 0, NULL, "the attention method (models/methods/)"),
     P_("budget", CFG_T_DOUBLE, budget_bits, "0", 0, 65536, NULL,
        "index bits read per token per KV head, scales included (0: pertoken/sparq 136, fathom 56, fixed for hashattn/landmark)"),
     P_("k", CFG_T_INT, k, "2048", 1, 1e9, NULL, "selected tokens (per KV head, or per query head)"),
@@ -38,7 +38,7 @@ static const cfg_param_t method_params[] = {
     P_("weight_dtype", CFG_T_ENUM, weight_dtype, "bf16", 1, 0, llm_dtype_names, "weight element type"),
     P_("k_from_planes", CFG_T_BOOL, k_from_planes, "false", 1, 0, NULL,
        "winner keys as 4-bit keys (d/2 + d/32 bytes) instead of K rows; host keeps K only at 4 bits"),
-    P_("store", CFG_T_ENUM, store, "4bit", 1, 0, store_names, "sparq storage: 4-bit planes + scales, or bf16 channel-major"),
+    P_("store", CFG_T_ENUM, store, "4bit", 1, 0, method_store_names, "sparq storage: 4-bit planes + scales, or bf16 channel-major"),
     P_("fetch", CFG_T_ENUM, fetch, "sm", 1, 0, fetch_names, "winner fetch: SM zero-copy gather or copy-engine batched copy"),
     P_("winners", CFG_T_ENUM, winners, "repeat", 1, 0, winners_names,
        "SM winner fetch: winners mostly the last step's (repeat: address translations as kbench's re-read rows) or all new each step (new: every row a first touch, slower past 512 MiB)"),
@@ -63,23 +63,31 @@ static const cfg_param_t method_params[] = {
 #undef P_
 #define N_METHOD_PARAMS (sizeof method_params / sizeof method_params[0])
 
-int method_cfg_bind(const cfg_node_t *node, method_cfg_t *out, err_t *e)
+/* The parameters with the method key's choices: the methods registered now (method_ops.h). */
+static void params_now(cfg_param_t *out)
 {
-    memset(out, 0, sizeof *out);
-    return cfg_bind(node, method_params, N_METHOD_PARAMS, out, e);
+    memcpy(out, method_params, sizeof method_params);
+    out[0].choices = method_names();
 }
 
-void method_cfg_describe(FILE *fp) { cfg_params_describe(fp, "method", method_params, N_METHOD_PARAMS); }
-
-int method_find(const char *name)
+int method_cfg_bind(const cfg_node_t *node, method_cfg_t *out, err_t *e)
 {
-    for (int i = 0; method_names[i]; i++)
-        if (!strcmp(method_names[i], name)) return i;
-    return -1;
+    cfg_param_t params[N_METHOD_PARAMS];
+    params_now(params);
+    memset(out, 0, sizeof *out);
+    return cfg_bind(node, params, N_METHOD_PARAMS, out, e);
+}
+
+void method_cfg_describe(FILE *fp)
+{
+    cfg_param_t params[N_METHOD_PARAMS];
+    params_now(params);
+    cfg_params_describe(fp, "method", params, N_METHOD_PARAMS);
 }
 
 struct method {
     method_cfg_t cfg;
+    const method_ops_t *ops;
     char placement[64];
     llm_t m;                 /* name and origin copied */
     method_select_t select;
@@ -88,11 +96,8 @@ struct method {
     int place_arg;           /* t of planes:t */
     bool hbm_layer[1024];    /* layers:... : which layers keep their index in HBM */
     double u;                /* union factor */
-    double budget;           /* read bits per token per KV head */
-    double stored;           /* stored bits per token per KV head */
-    int r;                   /* sparq channels */
+    method_index_t ix;       /* what the method's budget rule resolved */
     double e;                /* K/V element bytes */
-    fathom_stats_t fs;
 };
 
 static char *dupstr(const char *s)
@@ -105,8 +110,8 @@ static char *dupstr(const char *s)
 
 static int check_dense_placement(const method_t *mt, err_t *e)
 {
-    if (mt->cfg.method == METHOD_DENSE && mt->place != PLACE_HOST)
-        return err_set(e, ERR_INVAL, "placement '%s': dense keeps no index (use host)", mt->placement);
+    if (mt->ops->reads_all && mt->place != PLACE_HOST)
+        return err_set(e, ERR_INVAL, "placement '%s': %s keeps no index (use host)", mt->placement, mt->ops->name);
     return ERR_OK;
 }
 
@@ -142,10 +147,9 @@ static int parse_placement(method_t *mt, err_t *e)
         long v = strtol(p + 7, &end, 10);
         if (end == p + 7 || *end || v < 0 || v > FATHOM_MAX_BITS)
             return err_set(e, ERR_INVAL, "placement '%s': t must be an integer in [0, 4]", p);
-        bool planes = mt->cfg.method == METHOD_FATHOM || (mt->cfg.method == METHOD_SPARQ && mt->cfg.store == STORE_4BIT);
-        if (!planes)
-            return err_set(e, ERR_INVAL, "placement '%s' splits bit planes: only fathom and 4-bit sparq keep planes, not %s%s",
-                           p, method_names[mt->cfg.method], mt->cfg.method == METHOD_SPARQ ? " with bf16 storage" : "");
+        if (!mt->ix.planes)
+            return err_set(e, ERR_INVAL, "placement '%s' splits bit planes: %s keeps no planes%s", p, mt->ops->name,
+                           mt->ops->plane_read_bits ? " with this storage" : "");
         mt->place = PLACE_PLANES;
         mt->place_arg = (int)v;
     } else {
@@ -154,87 +158,46 @@ static int parse_placement(method_t *mt, err_t *e)
     return check_dense_placement(mt, e);
 }
 
-/* Fathom: the planner's statistics over plans shared by the G query heads of a KV head, at the
- * plane bits asked for or at the largest whose mean reads meet the budget. */
-static int resolve_fathom(method_t *mt, err_t *e)
+double method_plane_bits(double channels, int t)
 {
-    const method_cfg_t *c = &mt->cfg;
-    int ch = mt->m.head_dim, group = (int)llm_group(&mt->m);
-    if (c->plane_bits > 0 && c->budget_bits > 0)
-        return err_set(e, ERR_INVAL, "fathom: give budget (%g) or plane_bits (%lld), not both: the budget follows from the plane bits",
-                       c->budget_bits, (long long)c->plane_bits);
-    if (c->plane_bits > FATHOM_MAX_BITS * ch)
-        return err_set(e, ERR_RANGE, "fathom: plane_bits %lld exceeds %d channels of %d planes", (long long)c->plane_bits, ch,
-                       FATHOM_MAX_BITS);
-    mt->stored = (4.0 + FATHOM_SCALE_BITS) * mt->m.head_dim;
-    double *s2 = malloc((size_t)ch * sizeof *s2);
-    if (!s2) return err_set(e, ERR_NOMEM, "method: out of memory");
-    int rc = c->keys ? fathom_profile_kbench(ch, s2, e) : fathom_profile_default(ch, s2, e);
-    if (!rc && c->plane_bits > 0)
-        rc = fathom_stats(s2, ch, group, (int)c->plane_bits, (int)c->queries, (uint64_t)c->seed, &mt->fs, e);
-    else if (!rc)
-        rc = fathom_plane_budget(s2, ch, group, c->budget_bits > 0 ? c->budget_bits : 56, (int)c->queries,
-                                 (uint64_t)c->seed, &mt->fs, e);
-    free(s2);
-    if (rc) return rc;
-    mt->budget = mt->fs.mean_read_bits;  /* what the plane budget reads on average */
+    double bits = channels * fmax(0.0, FATHOM_MAX_BITS - t);
+    return t == 0 ? bits + channels * FATHOM_SCALE_BITS : bits;
+}
+
+int method_fixed_budget(const method_cfg_t *c, const char *name, double fixed, const char *what, method_index_t *ix,
+                        err_t *e)
+{
+    if (c->budget_bits != 0 && fabs(c->budget_bits - fixed) > 1e-9)
+        return err_set(e, ERR_INVAL, "%s reads %g index bits per token per KV head for this model%s; budget %g cannot be asked",
+                       name, fixed, what, c->budget_bits);
+    ix->budget_bits = ix->stored_bits = fixed;
     return ERR_OK;
 }
 
-static int resolve_budget(method_t *mt, err_t *e)
+/* Whether the method's table names scan form `form` (models/cost.h: <family>_<form>). */
+static bool has_form(const method_ops_t *ops, const char *form)
 {
-    const method_cfg_t *c = &mt->cfg;
-    double d = mt->m.head_dim, G = llm_group(&mt->m), B = c->budget_bits;
-    double fixed = 0;
-    switch ((method_kind_t)c->method) {
-    case METHOD_DENSE:
-        if (B != 0) return err_set(e, ERR_INVAL, "dense reads no index: budget must be 0, got %g", B);
-        return ERR_OK;
-    case METHOD_PERTOKEN:
-        mt->budget = mt->stored = B > 0 ? B : 136;
-        if (mt->budget > 16 * d)
-            return err_set(e, ERR_RANGE, "pertoken budget %g exceeds a bf16 key (%g bits)", mt->budget, 16 * d);
-        return ERR_OK;
-    case METHOD_SPARQ: {
-        double per = c->store == STORE_4BIT ? 4.0 + FATHOM_SCALE_BITS : 16.0;
-        mt->budget = B > 0 ? B : (c->store == STORE_4BIT ? 136 : 16 * 16);
-        double r = mt->budget / per;
-        if (fabs(r - round(r)) > 1e-9 || r < 1 || r > d)
-            return err_set(e, ERR_INVAL, "sparq %s reads %g bits per channel: budget %g gives r = %g channels; use a multiple of %g up to %g",
-                           store_names[c->store], per, mt->budget, r, per, per * d);
-        mt->r = (int)round(r);
-        mt->stored = per * d;
-        return ERR_OK;
-    }
-    case METHOD_FATHOM:
-        return resolve_fathom(mt, e);
-    case METHOD_HASHATTN: fixed = 32.0 * G; break;
-    case METHOD_LANDMARK: fixed = 2.0 * d * mt->e * 8.0 / (double)c->page; break;
-    case METHOD_COUNT: break;
-    }
-    if (B != 0 && fabs(B - fixed) > 1e-9)
-        return err_set(e, ERR_INVAL, "%s reads %g index bits per token per KV head for this model%s; budget %g cannot be asked",
-                       method_names[c->method], fixed, c->method == METHOD_LANDMARK ? " and page" : "", B);
-    mt->budget = mt->stored = fixed;
-    return ERR_OK;
+    for (int i = 0; ops->scan_family && ops->scan_forms && ops->scan_forms[i]; i++)
+        if (!strcmp(ops->scan_forms[i], form)) return true;
+    return false;
 }
 
 static int resolve_selection(method_t *mt, err_t *e)
 {
     const method_cfg_t *c = &mt->cfg;
     double G = llm_group(&mt->m);
-    mt->layout = c->layout == LAYOUT_DEFAULT ? (c->method == METHOD_LANDMARK ? LAYOUT_PAGE : LAYOUT_INTERLEAVED)
-                                             : (method_layout_t)c->layout;
+    const method_ops_t *ops = mt->ops;
+    mt->layout = c->layout == LAYOUT_DEFAULT ? ops->layout : (method_layout_t)c->layout;
     if (c->select != SELECT_DEFAULT) mt->select = (method_select_t)c->select;
     else if (mt->layout == LAYOUT_TOKEN) mt->select = SELECT_SHARED;
-    else mt->select = c->method == METHOD_HASHATTN ? SELECT_QUERY_HEAD : SELECT_KV_HEAD;
-    if (mt->layout == LAYOUT_TOKEN && mt->select != SELECT_SHARED && c->method != METHOD_DENSE)
+    else mt->select = ops->select;
+    if (mt->layout == LAYOUT_TOKEN && mt->select != SELECT_SHARED && !ops->reads_all)
         return err_set(e, ERR_INVAL,
                        "layout token keeps all KV heads of a token together: it pays only with one selection shared by the KV heads (select shared), not select %s",
                        select_names[mt->select]);
-    if (mt->layout == LAYOUT_PAGE && c->method != METHOD_LANDMARK)
+    if (mt->layout == LAYOUT_PAGE && !ops->pages)
         return err_set(e, ERR_INVAL, "layout page fetches whole pages of %lld tokens: it needs page-granular selection (landmark), not %s",
-                       (long long)c->page, method_names[c->method]);
+                       (long long)c->page, ops->name);
     mt->u = 1.0;
     if (mt->select == SELECT_QUERY_HEAD) {
         mt->u = c->union_factor > 0 ? c->union_factor : (1.0 + G) / 2.0;
@@ -246,17 +209,14 @@ static int resolve_selection(method_t *mt, err_t *e)
     }
     if (c->chunk % 64)
         return err_set(e, ERR_INVAL, "chunk %lld: a chunk holds whole 64-token scale blocks (a multiple of 64)", (long long)c->chunk);
-    if (c->method == METHOD_LANDMARK && c->k < c->page)
-        return err_set(e, ERR_INVAL, "landmark: k = %lld selects fewer tokens than one page of %lld", (long long)c->k,
-                       (long long)c->page);
-    if (c->k_from_planes && c->method == METHOD_DENSE)
-        return err_set(e, ERR_INVAL, "k_from_planes: dense reads every K row, there are no winners");
-    if ((c->plane_bits || c->keys) && c->method != METHOD_FATHOM)
+    if (c->k_from_planes && ops->reads_all)
+        return err_set(e, ERR_INVAL, "k_from_planes: %s reads every K row, there are no winners", ops->name);
+    if ((c->plane_bits || c->keys) && !ops->planner)
         return err_set(e, ERR_INVAL, "%s: plane_bits and keys set Fathom's planner, not %s's", c->plane_bits ? "plane_bits" : "keys",
-                       method_names[c->method]);
-    if (c->scan_kernel && c->method != METHOD_FATHOM)
+                       ops->name);
+    if (c->scan_kernel && !has_form(ops, scan_kernel_names[c->scan_kernel]))
         return err_set(e, ERR_INVAL, "scan_kernel %s: kbench numbers Fathom's plane-scan kernels only, not %s's",
-                       scan_kernel_names[c->scan_kernel], method_names[c->method]);
+                       scan_kernel_names[c->scan_kernel], ops->name);
     if (c->scan_kernel && mt->select == SELECT_QUERY_HEAD)
         return err_set(e, ERR_INVAL, "scan_kernel %s with select query_head: Fathom's per-query-head scan is one kernel of its own",
                        scan_kernel_names[c->scan_kernel]);
@@ -265,7 +225,7 @@ static int resolve_selection(method_t *mt, err_t *e)
 
 const char *method_scan_form(const method_t *mt)
 {
-    if (mt->cfg.method == METHOD_FATHOM && mt->select == SELECT_QUERY_HEAD) return "qh";
+    if (mt->select == SELECT_QUERY_HEAD && has_form(mt->ops, "qh")) return "qh";
     return mt->cfg.scan_kernel ? scan_kernel_names[mt->cfg.scan_kernel] : NULL;
 }
 
@@ -275,8 +235,8 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
     method_t *mt = calloc(1, sizeof *mt);
     if (!mt) return err_set(e, ERR_NOMEM, "method: out of memory");
     mt->cfg = *cfg;
-    if (mt->cfg.index_fetch == FETCH_AUTO)
-        mt->cfg.index_fetch = cfg->method == METHOD_SPARQ || cfg->method == METHOD_FATHOM ? FETCH_SM : FETCH_CE;
+    mt->ops = method_ops_at(cfg->method);
+    if (mt->ops && mt->cfg.index_fetch == FETCH_AUTO) mt->cfg.index_fetch = mt->ops->index_fetch;
     snprintf(mt->placement, sizeof mt->placement, "%s", cfg->placement ? cfg->placement : "host");
     mt->cfg.placement = mt->placement;
     mt->m = *m;
@@ -284,10 +244,10 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
     mt->m.origin = dupstr(m->origin ? m->origin : "");
     mt->e = llm_dtype_bytes((llm_dtype_t)cfg->kv_dtype);
     int rc = (mt->m.name && mt->m.origin) ? ERR_OK : err_set(e, ERR_NOMEM, "method: out of memory");
-    if (!rc && (cfg->method < 0 || cfg->method >= METHOD_COUNT)) rc = err_set(e, ERR_INVAL, "method %d unknown", cfg->method);
+    if (!rc && !mt->ops) rc = err_set(e, ERR_INVAL, "method %d unknown", cfg->method);
     if (!rc && m->layers > 1024) rc = err_set(e, ERR_RANGE, "model '%s' has %d layers (at most 1024)", m->name, m->layers);
     if (!rc) rc = resolve_selection(mt, e);
-    if (!rc) rc = resolve_budget(mt, e);
+    if (!rc) rc = mt->ops->resolve(&mt->cfg, &mt->m, mt->e, &mt->ix, e);
     if (!rc) rc = parse_placement(mt, e);
     if (rc) {
         method_free(mt);
@@ -309,9 +269,12 @@ const llm_t *method_llm(const method_t *mt) { return &mt->m; }
 method_select_t method_select(const method_t *mt) { return mt->select; }
 method_layout_t method_layout(const method_t *mt) { return mt->layout; }
 double method_union(const method_t *mt) { return mt->u; }
-double method_budget_bits(const method_t *mt) { return mt->budget; }
-double method_stored_bits(const method_t *mt) { return mt->stored; }
-const fathom_stats_t *method_fathom(const method_t *mt) { return mt->cfg.method == METHOD_FATHOM ? &mt->fs : NULL; }
+double method_budget_bits(const method_t *mt) { return mt->ix.budget_bits; }
+double method_stored_bits(const method_t *mt) { return mt->ix.stored_bits; }
+const fathom_stats_t *method_fathom(const method_t *mt) { return mt->ix.planned ? &mt->ix.fs : NULL; }
+const char *method_name(const method_t *mt) { return mt->ops->name; }
+const method_ops_t *method_table(const method_t *mt) { return mt->ops; }
+const method_index_t *method_index(const method_t *mt) { return &mt->ix; }
 
 double method_kv_row_bytes(const method_t *mt)
 {
@@ -324,20 +287,12 @@ double method_kv_row_bytes(const method_t *mt)
  * (`stored` false: what a decode step reads) or storage. */
 static double planes_host_bits(const method_t *mt, int t, bool stored)
 {
-    double d = mt->m.head_dim;
-    if (mt->cfg.method == METHOD_SPARQ || stored) {
-        double ch = stored ? d : mt->r;
-        double host = ch * fmax(0.0, FATHOM_MAX_BITS - t);
-        return t == 0 ? host + ch * FATHOM_SCALE_BITS : host;
-    }
-    double host = 0;
-    for (int b = t + 1; b <= FATHOM_MAX_BITS; b++) host += (b - t) * mt->fs.mean_channels_at[b];
-    return t == 0 ? mt->budget : host;
+    return stored ? method_plane_bits(mt->m.head_dim, t) : mt->ops->plane_read_bits(&mt->ix, t);
 }
 
 static void split_bits(const method_t *mt, int layer, bool stored, double *host_bits, double *hbm_bits)
 {
-    double total = stored ? mt->stored : mt->budget;
+    double total = stored ? mt->ix.stored_bits : mt->ix.budget_bits;
     double host = total;
     switch (mt->place) {
     case PLACE_HOST: break;
@@ -345,7 +300,7 @@ static void split_bits(const method_t *mt, int layer, bool stored, double *host_
     case PLACE_LAYERS: host = mt->hbm_layer[layer] ? 0 : total; break;
     case PLACE_PLANES: host = planes_host_bits(mt, mt->place_arg, stored); break;
     }
-    if (mt->cfg.method == METHOD_DENSE) host = total = 0;
+    if (mt->ops->reads_all) host = total = 0;
     *host_bits = host;
     *hbm_bits = total - host;
 }
@@ -359,28 +314,6 @@ uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t ne
 {
     uint64_t T = (uint64_t)mt->cfg.chunk;
     return ((context + new_tokens) / T - context / T) * T;
-}
-
-/* Pieces of the host index read per KV head. */
-static double index_pieces_per_head(const method_t *mt, double n_off)
-{
-    double chunks = ceil(n_off / (double)mt->cfg.chunk);
-    double G = llm_group(&mt->m);
-    switch ((method_kind_t)mt->cfg.method) {
-    case METHOD_PERTOKEN:
-    case METHOD_LANDMARK: return 1;
-    case METHOD_HASHATTN: return G;
-    case METHOD_SPARQ: return mt->r * chunks;
-    case METHOD_FATHOM: {
-        int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
-        double ch = 0;
-        for (int b = t + 1; b <= FATHOM_MAX_BITS; b++) ch += mt->fs.mean_channels_at[b];
-        return ch * chunks;
-    }
-    case METHOD_DENSE:
-    case METHOD_COUNT: break;
-    }
-    return 0;
 }
 
 void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_tokens, bool prefill,
@@ -398,8 +331,9 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     double tail_tokens = fmin(n, W) + nt;
     o->tail_hbm_bytes = tail_tokens * H * 2.0 * d * 2.0;
     o->tail_flops = 4.0 * d * Hq * tail_tokens * nt;
-    o->kv_region_bytes = n_off * H * (c->method == METHOD_DENSE ? dense_row : row);
-    bool exact = c->method == METHOD_DENSE || (prefill && c->prefill == PREFILL_EXACT);
+    bool reads_all = mt->ops->reads_all;
+    o->kv_region_bytes = n_off * H * (reads_all ? dense_row : row);
+    bool exact = reads_all || (prefill && c->prefill == PREFILL_EXACT);
     double kv_pieces_per_head = mt->layout == LAYOUT_SPLIT ? 2.0 : 1.0;
 
     /* chunks completed by this plan go device→host */
@@ -408,10 +342,10 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     split_bits(mt, layer, true, &sh_bits, &sb_bits);
     bool kv_hbm = c->kv_placement == KV_HBM;
     if (tf > 0) {
-        double kv = kv_hbm ? 0 : c->method == METHOD_DENSE ? dense_row : row;
+        double kv = kv_hbm ? 0 : reads_all ? dense_row : row;
         o->flush_bytes = tf * H * (kv + sh_bits / 8.0);
         o->flush_pieces = (kv_hbm ? 0 : mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) + (sh_bits > 0 ? H : 0);
-        if (c->method != METHOD_DENSE) o->quantize_bytes = tf * H * (d * 2.0 + (sh_bits + sb_bits) / 8.0);
+        if (!reads_all) o->quantize_bytes = tf * H * (d * 2.0 + (sh_bits + sb_bits) / 8.0);
     }
 
     if (exact) {
@@ -428,14 +362,13 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->index_host_bytes = host_bits * n_off * H / 8.0;
     o->index_hbm_bytes = hbm_bits * n_off * H / 8.0;
     o->hbm_index = host_bits == 0;
-    o->index_pieces = (host_bits > 0 && n_off > 0) ? H * index_pieces_per_head(mt, n_off) : 0;
-    if (prefill && (c->method == METHOD_FATHOM || c->method == METHOD_SPARQ))
-        o->index_pieces = (host_bits > 0 && n_off > 0) ? H * d * ceil(n_off / (double)c->chunk) : 0;
+    int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
+    o->index_pieces = (host_bits > 0 && n_off > 0) ? H * mt->ops->index_pieces(&mt->ix, c, m, n_off, t, prefill) : 0;
     o->index_region_bytes = sh_bits * n_off * H / 8.0;
     o->scan_flops = 2.0 * G * (o->index_host_bytes + o->index_hbm_bytes) * nt;
 
     /* top-k and the winners */
-    double P = c->method == METHOD_LANDMARK ? (double)c->page : 1.0;
+    double P = mt->ops->pages ? (double)c->page : 1.0;
     double per_head_scores = n_off / P;
     double sets = mt->select == SELECT_QUERY_HEAD ? Hq : mt->select == SELECT_SHARED ? 1.0 : H;
     /* a sparse prefill chunk pools its queries' scores into one selection per set (prefill_union·k

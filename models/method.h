@@ -1,5 +1,6 @@
 /* method — attention methods of offloaded decode: configuration, validation, and the closed-form
- * byte counts of one layer of a decode step or prefill chunk (DESIGN.md "Methods").
+ * byte counts of one layer of a decode step or prefill chunk (DESIGN.md "Methods"), generic over the
+ * methods' tables of operations (models/method_ops.h; one module each in models/methods/).
  *
  * Notation: n context tokens, W of them in the dense HBM window (sinks, local window, open chunk;
  * default 0), n_off = n − W offloaded tokens; per layer H KV heads, G query heads per KV head, head
@@ -33,13 +34,10 @@
 #include "models/fathom.h"
 #include "models/llm.h"
 
-typedef enum { METHOD_DENSE = 0, METHOD_PERTOKEN, METHOD_SPARQ, METHOD_FATHOM, METHOD_HASHATTN, METHOD_LANDMARK,
-               METHOD_COUNT } method_kind_t;
-extern const char *const method_names[];      /* NULL-terminated, in method_kind_t order */
-
 typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_DEFAULT } method_select_t;
 typedef enum { LAYOUT_SPLIT = 0, LAYOUT_INTERLEAVED, LAYOUT_TOKEN, LAYOUT_PAGE, LAYOUT_DEFAULT } method_layout_t;
 typedef enum { STORE_4BIT = 0, STORE_BF16 } method_store_t;
+extern const char *const method_store_names[];  /* NULL-terminated, in method_store_t order */
 typedef enum { FETCH_SM = 0, FETCH_CE, FETCH_AUTO } method_fetch_t;
 typedef enum { PREFILL_EXACT = 0, PREFILL_SPARSE } method_prefill_t;
 typedef enum { TIER_DRAM = 0, TIER_CXL } method_tier_t;
@@ -48,7 +46,7 @@ typedef enum { KV_HOST = 0, KV_HBM } method_kv_place_t;
 
 /* A method as a scenario or the command line gives it (cfg_bind; see method_cfg_describe). */
 typedef struct method_cfg {
-    int method;             /* method_kind_t */
+    int method;             /* kind: the method's place in the registry (models/method_ops.h) */
     double budget_bits;     /* index bits read per token per KV head; 0: the method's default */
     int64_t k;              /* selected tokens per KV head (or per query head) */
     int64_t page;           /* P, landmark pages */
@@ -81,8 +79,6 @@ typedef struct method_cfg {
 int method_cfg_bind(const cfg_node_t *node, method_cfg_t *out, err_t *e);
 /* Writes the method parameters' table (key, type, default, range, meaning). */
 void method_cfg_describe(FILE *fp);
-/* Method kind by name, or -1. */
-int method_find(const char *name);
 
 typedef struct method method_t;
 
@@ -93,6 +89,8 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
 void method_free(method_t *mt);
 
 const method_cfg_t *method_cfg(const method_t *mt);
+/* The method's name (its key in scenarios, quality tables and cost parameters). */
+const char *method_name(const method_t *mt);
 const llm_t *method_llm(const method_t *mt);
 /* The form of the scan when it is not the method's usual one, as models/cost.h names them: "v1" or
  * "v2" (kbench's other plane-scan kernels), "qh" (Fathom scoring each query head apart); else NULL. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "models/footprint.h"
+#include "models/method_ops.h"
 #include "models/opkind.h"
 
 enum { STREAM_COMPUTE = 0, STREAM_H2D = 1, STREAM_GATHER = 2, STREAM_D2H = 3 };
@@ -124,7 +125,8 @@ static int add_kernel_l2(builder_t *b, int kind, int layer, double bytes, double
     const method_cfg_t *c = method_cfg(b->p->mt);
     plan_op_t op = op_new(kind, layer, STREAM_COMPUTE);
     if (kind == OPKIND_SCAN) {
-        int family = cost_scan_form(cost_scan_family(method_names[c->method]), method_scan_form(b->p->mt));
+        const char *name = method_table(b->p->mt)->scan_family;
+        int family = name ? cost_scan_form(cost_scan_family(name), method_scan_form(b->p->mt)) : -1;
         cost_scan(&b->p->cost, &b->p->paths, family, l2, bytes, flops, method_budget_bits(b->p->mt),
                   (llm_dtype_t)c->kv_dtype, &op);
     } else
@@ -316,8 +318,7 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
 {
     const provider_t *p = b->p;
     const method_cfg_t *c = method_cfg(p->mt);
-    const fathom_stats_t *fs = method_fathom(p->mt);
-    double active = c->method == METHOD_FATHOM && fs ? fs->mean_active : method_budget_bits(p->mt) / 4.25;
+    double active = method_table(p->mt)->plan_channels(method_index(p->mt));
     double copies = fmax(1.0, active * method_llm(p->mt)->kv_heads);
     double rows = copies * ceil(ly->n_off / (double)c->chunk);
     int rc = add_transfer(b, OPKIND_INDEX_FETCH, layer, COST_CE_STRIDED, true, ly->index_host_bytes, rows,
@@ -356,9 +357,9 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
     builder_t b = {p, out, e, 0, 0, INFINITY};
-    bool dense = c->method == METHOD_DENSE;
-    bool exact = dense || (prefill && c->prefill == PREFILL_EXACT);
-    bool query_dependent = !prefill && (c->method == METHOD_SPARQ || c->method == METHOD_FATHOM);
+    const method_ops_t *ops = method_table(mt);
+    bool exact = ops->reads_all || (prefill && c->prefill == PREFILL_EXACT);
+    bool query_dependent = !prefill && ops->query_dependent;
     int L = m->layers, depth = (int)c->prefetch;
     /* per layer: the op consuming its fetch buffer (attention or scan), to bound prefetch */
     uint32_t *consumer = malloc((size_t)L * sizeof *consumer);

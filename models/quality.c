@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/cfg.h"
-#include "models/method.h"
+#include "models/method_ops.h"
 
 struct quality {
     cfg_doc_t *doc;          /* owns the strings the points point into */

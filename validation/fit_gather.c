@@ -434,7 +434,8 @@ int fit_zc_scan(fit_t *f, const sel_t *rows, const calib_t *seed, err_t *e)
     sel_t s = {0};
     for (size_t i = 0; i < rows->n; i++) {
         const kbrow_t *r = rows->v[i];
-        bool planes = !strcmp(r->variant, "fathom") || !strcmp(r->variant, "sparq");
+        int kind = method_find(r->variant);
+        bool planes = kind >= 0 && method_ops_at(kind)->query_dependent;
         if (is_op(r, OPKIND_SCAN) && alone(r) && planes && !strcmp(r->placement, "host") && !(r->qheads > 1) &&
             r->heads > 0 && r->n_tokens > 0 && r->t_med_us > 0 && sel_add(&s, r))
             return free(s.v), err_set(e, ERR_NOMEM, "fit: out of memory");

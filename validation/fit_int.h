@@ -8,6 +8,7 @@
 
 #include "models/cost.h"
 #include "models/hwcat.h"
+#include "models/method_ops.h"
 #include "models/opkind.h"
 #include "validation/fit.h"
 #include "validation/lsq.h"

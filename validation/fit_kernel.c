@@ -332,9 +332,9 @@ static int fit_form(fit_t *f, const sel_t *s, double hbm, const char *base_lat, 
 static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double lat, double eff, err_t *e)
 {
     char nl[64], ne[64], label[80], how[200];
-    snprintf(nl, sizeof nl, "scan_%s_l2_latency_us", cost_scan_families[fam]);
-    snprintf(ne, sizeof ne, "scan_%s_l2_mem_eff", cost_scan_families[fam]);
-    snprintf(label, sizeof label, "kernel_scan_%s_l2", cost_scan_families[fam]);
+    snprintf(nl, sizeof nl, "scan_%s_l2_latency_us", method_scan_family_name(fam));
+    snprintf(ne, sizeof ne, "scan_%s_l2_mem_eff", method_scan_family_name(fam));
+    snprintf(label, sizeof label, "kernel_scan_%s_l2", method_scan_family_name(fam));
     if (!hwcat_param_unit(nl) || !hwcat_param_unit(ne)) return ERR_OK;
     sel_t s = {0};
     for (size_t j = 0; j < rows->n; j++) {
@@ -346,7 +346,7 @@ static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double 
     lsq_fit_t of;
     err_t e2;
     if (s.n < 3 || line_of(&s, get_bytes, label, &of, &e2) || !(of.coef[1] > 0)) {
-        snprintf(how, sizeof how, "derived: as scan_%s (%zu rows over an index in L2: not fitted)", cost_scan_families[fam], s.n);
+        snprintf(how, sizeof how, "derived: as scan_%s (%zu rows over an index in L2: not fitted)", method_scan_family_name(fam), s.n);
         put(f, nl, lat, 0, NAN, NAN, NULL, 0, how);
         put(f, ne, eff, 0, NAN, NAN, NULL, 0, how);
         free(s.v);
@@ -356,7 +356,7 @@ static int fit_scan_l2(fit_t *f, const sel_t *rows, int fam, double hbm, double 
     bool held = le_se > SCAN_L2_EFF_SE * le;
     if (held) {
         note(f, "scan_%s_l2: mem_eff %.3g +- %.2g not determined by its rows; held at the family's %.3g and the "
-                "latency fitted", cost_scan_families[fam], le, le_se, eff);
+                "latency fitted", method_scan_family_name(fam), le, le_se, eff);
         fixed_eff_fit(&s, 1e-3 / (eff * hbm), 0, &of);
         le = eff;
         le_se = 0;
@@ -422,7 +422,7 @@ static int scan_fill(fit_t *f, const sel_t *s, const char *label, double *fill, 
 static int scan_bit_term(fit_t *f, const sel_t *rows, int fam, kbrow_t **copies, sel_t *adj, err_t *e)
 {
     char nb[64];
-    snprintf(nb, sizeof nb, "scan_%s_bit_ns", cost_scan_families[fam]);
+    snprintf(nb, sizeof nb, "scan_%s_bit_ns", method_scan_family_name(fam));
     *copies = NULL;
     if (!hwcat_param_unit(nb)) return ERR_OK;
     sel_t hs = {0}, all = {0};
@@ -487,7 +487,7 @@ static size_t distinct_sizes(const sel_t *s)
 static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double scan_lat, double scan_eff, err_t *e)
 {
     int rc = ERR_OK;
-    for (int fam = 0; fam < COST_SCAN_FAMILIES && !rc; fam++) {
+    for (int fam = 0; fam < method_scan_family_count() && !rc; fam++) {
         sel_t fs = {0}, adj = {0};
         kbrow_t *copies = NULL;
         rc = scan_bit_term(f, rows, fam, &copies, &adj, e);
@@ -497,10 +497,10 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
                 sel_add(&fs, frows->v[j]))
                 rc = err_set(e, ERR_NOMEM, "fit: out of memory");
         char nl[64], ne[64], label[64], base[64];
-        snprintf(nl, sizeof nl, "scan_%s_latency_us", cost_scan_families[fam]);
-        snprintf(ne, sizeof ne, "scan_%s_mem_eff", cost_scan_families[fam]);
-        snprintf(label, sizeof label, "scan_%s", cost_scan_families[fam]);
-        snprintf(base, sizeof base, "scan_%.*s_latency_us", (int)strcspn(cost_scan_families[fam], "_"), cost_scan_families[fam]);
+        snprintf(nl, sizeof nl, "scan_%s_latency_us", method_scan_family_name(fam));
+        snprintf(ne, sizeof ne, "scan_%s_mem_eff", method_scan_family_name(fam));
+        snprintf(label, sizeof label, "scan_%s", method_scan_family_name(fam));
+        snprintf(base, sizeof base, "scan_%.*s_latency_us", (int)strcspn(method_scan_family_name(fam), "_"), method_scan_family_name(fam));
         double l = scan_lat, ef = scan_eff;
         bool form = strcmp(base, nl) != 0;
         if (!rc && fs.n && form && distinct_sizes(&fs) < 3) rc = fit_form(f, &fs, hbm, base, label, nl, ne, e);
@@ -508,7 +508,7 @@ static int fit_scan_families(fit_t *f, const sel_t *rows, double hbm, double sca
         else if (!rc && fs.n) {
             double fill = 0, lo, hi;
             char nf[64];
-            snprintf(nf, sizeof nf, "scan_%s_fill_bytes", cost_scan_families[fam]);
+            snprintf(nf, sizeof nf, "scan_%s_fill_bytes", method_scan_family_name(fam));
             if (hwcat_param_unit(nf)) rc = scan_fill(f, &fs, label, &fill, e);
             if (!rc) rc = fit_own(f, &fs, get_bytes, fill, hbm, true, label, nl, ne, &l, &ef, e);
             range_of(&fs, get_bytes, &lo, &hi);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/method.h"
+#include "models/method_ops.h"
 #include "models/opkind.h"
 
 static void put_q(FILE *fp, const char *s)
@@ -45,7 +45,7 @@ static bool one_of(const char *s, const char *const *names)
  * run behind the stage before, except the step's first (Fathom's and SparQ's planner, a host index's
  * copy, else the scan; dense attention) unless its repetitions start with the GPU busy
  * (`busy_start`: then every stage's launch is hidden, and the whole step's first). */
-static bool launch_hidden(const kbrow_t *r, const char *method, bool busy_start)
+static bool launch_hidden(const kbrow_t *r, const method_ops_t *ops, bool busy_start)
 {
     if (busy_start && !strcmp(r->suite, "step")) return true;
     bool transfer = r->op == OPKIND_INDEX_FETCH || r->op == OPKIND_WINNER_FETCH || r->op == OPKIND_H2D_COPY ||
@@ -55,11 +55,23 @@ static bool launch_hidden(const kbrow_t *r, const char *method, bool busy_start)
     if (!strcmp(r->suite, "kernels"))
         return (!transfer || r->op == OPKIND_WINNER_FETCH) && !strncmp(r->placement, "hbm", 3);
     if (strcmp(r->suite, "step") || r->op == OPKIND_LAYER_STEP) return false;
-    int first = !strcmp(method, "fathom") || !strcmp(method, "sparq") ? OPKIND_WF_PLAN
-                : !strcmp(method, "dense")                           ? OPKIND_ATTN_DENSE
-                : !strcmp(r->placement, "host")                      ? OPKIND_INDEX_FETCH
-                                                                     : OPKIND_SCAN;
+    int first = ops->query_dependent             ? OPKIND_WF_PLAN
+                : ops->reads_all                 ? OPKIND_ATTN_DENSE
+                : !strcmp(r->placement, "host") ? OPKIND_INDEX_FETCH
+                                                 : OPKIND_SCAN;
     return r->op != first;
+}
+
+static bool reads_all(const method_ops_t *ops) { return ops->reads_all; }
+static bool planner(const method_ops_t *ops) { return ops->planner; }
+static bool pages(const method_ops_t *ops) { return ops->pages; }
+
+/* The first method whose table has `trait`: the method a row stands for when it names none. */
+static int method_with(bool (*trait)(const method_ops_t *))
+{
+    int kind = 0;
+    while (kind < method_count() && !trait(method_ops_at(kind))) kind++;
+    return kind;
 }
 
 int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, char **out, err_t *e)
@@ -82,17 +94,18 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     fputs("\nmodel: {name: ", fp);
     put_q(fp, *r->model ? r->model : "qwen3-8b");
     fputs("}\n", fp);
-    /* The method: the row's, else its variant when that names one (scan rows), else dense for dense
-     * attention, else fathom (an op's form is the same in every sparse method). kbench's winner-fetch
-     * layouts map to the method's: apart → split, token → token with shared selection, pageP →
-     * landmark pages of P tokens. */
+    /* The method: the row's, else its variant when that names one (scan rows), else the one reading
+     * all K/V (dense) for dense attention, else the planned one (Fathom: an op's form is the same in
+     * every sparse method). kbench's winner-fetch layouts map to the method's: apart → split, token →
+     * token with shared selection, pageP → pages of P tokens (landmark). */
     const char *method = *r->method ? r->method : r->variant;
     char mname[64];
     size_t ml = strcspn(method, "0123456789");
     snprintf(mname, sizeof mname, "%.*s", (int)(ml < sizeof mname ? ml : sizeof mname - 1), method);
     const char *page = method + ml;
-    if (method_find(mname) < 0) {
-        snprintf(mname, sizeof mname, "%s", r->op == OPKIND_ATTN_DENSE ? "dense" : "fathom");
+    int kind = method_find(mname);
+    if (kind < 0) {
+        kind = method_with(r->op == OPKIND_ATTN_DENSE ? reads_all : planner);
         page = "";
     }
     char lay[32];
@@ -101,40 +114,40 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (!strcmp(lay, "apart")) snprintf(lay, sizeof lay, "split");
     if (!strcmp(lay, "token")) select = "shared";
     if (!strncmp(lay, "page", 4) && lay[4] >= '0' && lay[4] <= '9') {
-        snprintf(mname, sizeof mname, "landmark");
+        kind = method_with(pages);
         page = r->layout + 4;
         snprintf(lay, sizeof lay, "page");
     }
-    bool fixed_budget = !strcmp(mname, "hashattn") || !strcmp(mname, "landmark") || !strcmp(mname, "dense");
+    const method_ops_t *ops = method_ops_at(kind);
     fputs("method: {method: ", fp);
-    put_q(fp, mname);
+    put_q(fp, ops->name);
     /* kbench plans Fathom over its own synthetic keys (kernels/ref/kref.h) at a fixed plane budget:
      * its wf_plan rows name that budget, its other rows label it with the scales it brings, 8 bits
      * more (kernels/step.cu: FATHOM_PLANE_BITS + 8) */
-    if (!strcmp(mname, "fathom") && r->bits > (r->op == OPKIND_WF_PLAN ? 0 : 8)) {
+    if (ops->planner && r->bits > (r->op == OPKIND_WF_PLAN ? 0 : 8)) {
         put_num(fp, "plane_bits", r->op == OPKIND_WF_PLAN ? r->bits : r->bits - 8);
         fputs(", keys: kbench", fp);
-    } else if (r->bits > 0 && !fixed_budget)
+    } else if (r->bits > 0 && !ops->budget_fixed)
         put_num(fp, "budget", r->bits);
-    if (r->k > 0 && strcmp(mname, "dense")) put_num(fp, "k", r->k);
-    if (!strcmp(mname, "landmark") && *page) fprintf(fp, ", page: %d", atoi(page));
+    if (r->k > 0 && !ops->reads_all) put_num(fp, "k", r->k);
+    if (ops->pages && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
     /* kbench's other numbered plane-scan kernels ("...;kernelN") and its Fathom scan of each query
      * head apart (a kernels-suite scan row of several query heads; in steps qheads is the group) */
     const char *kn = strstr(r->layout, ";kernel");
-    if (kn && !strcmp(mname, "fathom")) fprintf(fp, ", scan_kernel: v%d", atoi(kn + 7));
+    if (kn && ops->scan_forms) fprintf(fp, ", scan_kernel: v%d", atoi(kn + 7));
     bool kernels_scan = r->op == OPKIND_SCAN && !strcmp(r->suite, "kernels");
-    if (kernels_scan && !strcmp(mname, "fathom") && r->qheads > 1) select = "query_head";
+    if (kernels_scan && ops->scan_forms && r->qheads > 1) select = "query_head";
     if (select) put_str(fp, "select", select);
     /* kbench fetches each query head's HashAttention winners without removing duplicates: the union
      * of a KV head's G sets is G·k rows (kernels/NOTES.md) */
-    if (!strcmp(mname, "hashattn") && r->qheads > 1) put_num(fp, "union", r->qheads);
+    if (ops->select == SELECT_QUERY_HEAD && r->qheads > 1) put_num(fp, "union", r->qheads);
     /* kbench's step keeps a dense HBM tail ("...;tail=N"): the method's window */
     const char *tail = strstr(r->layout, "tail=");
     if (tail && atoi(tail + 5) > 0) fprintf(fp, ", window: %d", atoi(tail + 5));
     bool index_place = !strcmp(r->placement, "host") || !strncmp(r->placement, "hbm", 3) ||
                        !strncmp(r->placement, "layers:", 7) || !strncmp(r->placement, "planes:", 7);
-    if (index_place && strcmp(mname, "dense"))   /* dense keeps no index: its K/V placement is the probe's */
+    if (index_place && !ops->reads_all)   /* dense keeps no index: its K/V placement is the probe's */
         put_str(fp, "placement", strncmp(r->placement, "hbm", 3) ? r->placement : "hbm");
     /* kbench's hbm_all keeps K/V whole in HBM as well as the index, and so does its kernels suite's
      * winner fetch from HBM. */
@@ -142,7 +155,7 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (!strcmp(r->placement, "hbm_all") || kernels_win_hbm)
         fputs(", kv_placement: hbm", fp);
     /* The concurrency suite fetches Fathom's and SparQ's planes with the SM (its CSV header says so). */
-    bool planes = !strcmp(mname, "fathom") || !strcmp(mname, "sparq");
+    bool planes = ops->query_dependent;
     /* The kernels suite names an index fetch's path in its variant (sm, ce2d). */
     bool fetch_row = r->op == OPKIND_INDEX_FETCH && !strcmp(r->suite, "kernels");
     if (strstr(r->policy, "fetch:sm") || (planes && !strcmp(r->suite, "concurrency")) || (fetch_row && !strcmp(r->variant, "sm")))
@@ -179,11 +192,11 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
      * the partials in L2); a step's scan reads an index fetched first. */
     bool step = !strcmp(r->suite, "step");
     bool zc_op = r->op == OPKIND_SCAN || r->op == OPKIND_ATTN_DENSE;
-    bool zc_step = step && (r->op == OPKIND_ATTN_DENSE || (r->op == OPKIND_ATTN_TAIL && !strcmp(mname, "dense")));
+    bool zc_step = step && (r->op == OPKIND_ATTN_DENSE || (r->op == OPKIND_ATTN_TAIL && ops->reads_all));
     if (((!strcmp(r->suite, "kernels") && zc_op) || zc_step) && !strcmp(r->placement, "host"))
         fputs(", zero_copy: true", fp);
     if (!strcmp(r->suite, "step") && r->op != OPKIND_LAYER_STEP) fputs(", stage: true", fp);
-    if (launch_hidden(r, mname, busy_start)) fputs(", launch_hidden: true", fp);
+    if (launch_hidden(r, ops, busy_start)) fputs(", launch_hidden: true", fp);
     double sessions = fmax(isnan(r->procs) ? 1 : r->procs, isnan(r->streams) ? 1 : r->streams);
     put_num(fp, "sessions", sessions >= 1 ? sessions : 1);
     /* as many steps as kbench's repetitions (a p99 is an order statistic of them), up to the 1000 of its
