@@ -260,14 +260,19 @@ void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, bool qh,
 
 /* Adds to op (a scan, attention over winners or top-k, kind `kind`; other kinds unchanged) what it
  * takes more for running with the layer's GEMMs queued behind it, as a decode's kernels do, than
- * alone as the kernels suite times it: after_layer_{scan,attn,topk}_us on its fixed time (noted
- * where it is not 0). */
+ * alone after an L2 flush: after_layer_{scan,attn,topk}_us on its fixed time (noted where it is
+ * not 0). */
 void cost_after_layer(const cost_t *c, int kind, plan_op_t *op);
 
 /* Takes off a top-k's fixed time what it saves over scores its scan has just written, where they fit
- * in the L2 (scores_bytes ≤ l2_bytes): topk_scores_l2_us, against the kernels suite's top-k after a
- * flush (not below 0; noted where it is not 0). */
+ * in the L2 (scores_bytes ≤ l2_bytes): topk_scores_l2_us, against a top-k alone after an L2 flush
+ * (not below 0; noted where it is not 0). */
 void cost_topk_scores_in_l2(const cost_t *c, double scores_bytes, plan_op_t *op);
+
+/* The fixed time a kernel of `kind` takes more in a decode's layer than alone after an L2 flush:
+ * what cost_after_layer adds, less for a top-k what cost_topk_scores_in_l2 takes off over
+ * scores_bytes of scores (negative where it saves more). Notes nothing. */
+sim_ps_t cost_in_layer_ps(const cost_t *c, int kind, double scores_bytes);
 
 /* As cost_kernel for attention over each query head's own winners from HBM (g = 1: a quarter of a
  * GQA group's arithmetic per row, four times the blocks): attn_sparse_qh_latency_us and _mem_eff. */
@@ -323,12 +328,6 @@ double cost_topk_winner_warps(double n, double k);
  * against HBM topk_passes times in both cases (the engine does not model what stays in L2). The op
  * takes the SMs at its own rate (its blocks fill them). */
 void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op);
-
-/* Takes kbench's stage events out of p: the ops' costs are a step's stages as kbench times them,
- * each between two events (validation/data/h200-1714-chain: a layer without them 13.4 us faster, 8
- * events), so a GPU op whose explicit predecessor is a GPU op of its stream and of another stage
- * (a kind outside kbench's stages its own) pays its fixed time less event_us (its latency_cut_ps). */
-void cost_chain_events(const cost_t *c, plan_t *p);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {
