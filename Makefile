@@ -39,6 +39,8 @@ LIBDEPS_models     := models sim common
 LIBDEPS_traces     := traces common
 LIBDEPS_validation := validation models sim common
 LIBDEPS_cli        := validation models traces sim common
+# tests/models also time the method's plans as kbench does (validation/protocol.h)
+TESTLIBS_models    := validation models sim common
 
 PROTO      := $(wildcard traces/*.proto)
 PROTO_C    := $(patsubst traces/%.proto,build/gen/%.pb-c.c,$(PROTO))
@@ -121,7 +123,7 @@ build/$(1)/odsim: build/$(1)/obj/cli/main.o $$(patsubst %.c,build/$(1)/obj/%.o,$
 $(foreach t,$(TEST_DIRS),
 build/$(1)/tests/test_$(t): $$(patsubst %.c,build/$(1)/obj/%.o,$$(wildcard tests/$(t)/*.c)) \
       $$(if $$(filter cli,$(t)),$$(patsubst %.c,build/$(1)/obj/%.o,$(CLI_SRCS)) build/$(1)/obj/build/gen/cmdtab.o) \
-      $$(if $$(filter kernels,$(t)),build/$(1)/libkref.a,$$(foreach m,$$(or $$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a))
+      $$(if $$(filter kernels,$(t)),build/$(1)/libkref.a,$$(foreach m,$$(or $$(TESTLIBS_$(t)),$$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a))
 	@mkdir -p $$(dir $$@)
 	@echo "  LD [$(1)] $$@"
 	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(filter %.a,$$^) $$(LDLIBS) -lcriterion

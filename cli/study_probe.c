@@ -10,9 +10,10 @@
 #include "models/method_ops.h"
 #include "models/opkind.h"
 #include "models/provider.h"
+#include "validation/protocol.h"
 
 typedef struct probe_prov {
-    provider_t *inner;       /* the method's provider (owned) */
+    protocol_prov_t *inner;  /* the method's provider, timed as kbench times an op (owned) */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -68,10 +69,10 @@ static int as_zero_copy(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_
     int rc = probe_paths(pp, sim, gpu, e);
     if (rc) return rc;
     method_layer_t ly;
-    method_layer(provider_method(pp->inner), 0, req->context_tokens, 1, false, &ly);
+    method_layer(protocol_method(pp->inner), 0, req->context_tokens, 1, false, &ly);
     double bytes = op->kind == OPKIND_SCAN ? ly.index_host_bytes + ly.index_hbm_bytes : op->bytes_hbm, piece = 131072;
     uint16_t kind = op->kind, layer = op->layer;
-    const method_t *mt = provider_method(pp->inner);
+    const method_t *mt = protocol_method(pp->inner);
     const method_cfg_t *c = method_cfg(mt);
     if (op->kind == OPKIND_SCAN && method_table(mt)->query_dependent && ly.index_pieces > 0) {
         /* the scan walks chunk by chunk: a chunk's prefixes lie within its own bytes (one run of
@@ -102,7 +103,7 @@ static const plan_op_t *copy_before(const plan_t *p, uint32_t i)
  * then the combine of all partials). */
 static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e)
 {
-    int rc = provider_build(pp->inner, sim, gpu, req, &pp->tmp, e);
+    int rc = protocol_build(pp->inner, sim, gpu, req, &pp->tmp, e);
     if (rc) return rc;
     for (uint32_t i = 0; i < pp->tmp.n_ops && !rc; i++) {
         plan_op_t op = pp->tmp.ops[i];
@@ -134,7 +135,7 @@ static int probe_method_op(probe_prov_t *pp, const sim_t *sim, int gpu, const pl
         return plan_add(out, &op, NULL, 0, NULL, e);
     }
     return err_set(e, ERR_INVAL, "probe: the %s plan at %llu tokens has no '%s' op (variant '%s')",
-                   method_name(provider_method(pp->inner)),
+                   method_name(protocol_method(pp->inner)),
                    (unsigned long long)req->context_tokens, opkind_name(pp->kind), pp->pb.variant);
 }
 
@@ -145,13 +146,15 @@ static int probe_build(void *self, plan_env_t *env, const plan_request_t *req, p
     int gpu = plan_env_gpu(env);
     cost_xfer_t form;
     bool h2d;
-    if (raw_transfer(pp->kind, &form, &h2d)) return probe_transfer(pp, sim, gpu, form, h2d, out, e);
-    if (pp->kind == OPKIND_LAUNCH || pp->kind == OPKIND_GRAPH_REPLAY) {
+    int rc;
+    if (raw_transfer(pp->kind, &form, &h2d)) rc = probe_transfer(pp, sim, gpu, form, h2d, out, e);
+    else if (pp->kind == OPKIND_LAUNCH || pp->kind == OPKIND_GRAPH_REPLAY) {
         plan_op_t op = {.kind = (uint16_t)pp->kind, .layer = PLAN_NO_LAYER,
                         .launch_ps = cost_ps(pp->kind == OPKIND_LAUNCH ? pp->cost.launch_s : pp->cost.graph_launch_s)};
-        return plan_add(out, &op, NULL, 0, NULL, e);
-    }
-    return probe_method_op(pp, sim, gpu, req, out, e);
+        rc = plan_add(out, &op, NULL, 0, NULL, e);
+    } else
+        rc = probe_method_op(pp, sim, gpu, req, out, e);
+    return rc;
 }
 
 static int probe_footprint(void *self, uint64_t tokens, double *hbm, double *host, err_t *e)
@@ -167,7 +170,7 @@ static void probe_destroy(void *self, plan_env_t *env)
 {
     (void)env;
     probe_prov_t *pp = self;
-    provider_free(pp->inner);
+    protocol_free(pp->inner);
     plan_free(&pp->tmp);
     free(pp);
 }
@@ -184,15 +187,16 @@ int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *c
     pp->kind = kind;
     pp->pb = pt->probe;
     plan_init(&pp->tmp);
+    /* kbench times an op alone (its kernels after an L2 flush, its gathers re-reading their rows),
+     * a stage in its step */
+    protocol_t how = {.layers_only = true, .gathers_reread = !pp->pb.stage,
+                      .kernels_alone = pp->pb.what == SCN_PROBE_OP && !pp->pb.stage};
     int rc = cost_init(&pp->cost, cal, e);
-    if (!rc) rc = provider_new_shared(mt, &pt->hw, cal, &pp->inner, e);
+    if (!rc) rc = protocol_new(mt, &pt->hw, cal, &how, &pp->inner, e);
     if (rc) {
         probe_destroy(pp, NULL);
         return rc;
     }
-    provider_set_layers_only(pp->inner, true);
-    provider_set_gathers_alone(pp->inner, !pp->pb.stage); /* kbench times an op alone, a stage in its step */
-    provider_set_kernels_alone(pp->inner, pp->pb.what == SCN_PROBE_OP && !pp->pb.stage);
     *out = (plan_provider_t){&probe_ops, pp};
     return ERR_OK;
 }

@@ -10,6 +10,7 @@
 #include "models/hwinst.h"
 #include "models/opkind.h"
 #include "models/provider.h"
+#include "validation/protocol.h"
 #include "common/atomicio.h"
 #include <jansson.h>
 #include "traces/import.h"
@@ -290,14 +291,17 @@ static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
     const study_point_t *pt = f->pt;
     if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_OP)
         return study_probe_provider(pt, f->rep->method, f->rep->cal, out, e);
+    if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) {
+        /* kbench's layer step: the layers alone */
+        protocol_t how = {.layers_only = true, .first_launch_hidden = pt->probe.launch_hidden};
+        protocol_prov_t *pp;
+        int rc = protocol_new(f->rep->method, &pt->hw, f->rep->cal, &how, &pp, e);
+        if (!rc) *out = protocol_wrap(pp);
+        return rc;
+    }
     provider_t *p;
     int rc = provider_new_shared(f->rep->method, &pt->hw, f->rep->cal, &p, e);
     if (rc) return rc;
-    if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) {
-        provider_set_layers_only(p, true);
-        provider_set_first_launch_hidden(p, pt->probe.launch_hidden);
-        provider_set_stage_events(p, true);
-    }
     *out = provider_wrap(p);
     return ERR_OK;
 }

@@ -537,18 +537,25 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
               c->scan_fill_names[family], op);
 }
 
+/* A decode's time for a kernel of `kind` with the layer's GEMMs queued behind it, over its time
+ * alone, and that parameter's name; 0 for other kinds. */
+static double after_layer_s(const cost_t *c, int kind, const char **name)
+{
+    switch (kind) {
+    case OPKIND_SCAN: *name = "after_layer_scan_us"; return c->after_layer_scan_s;
+    case OPKIND_ATTN_SPARSE: *name = "after_layer_attn_us"; return c->after_layer_attn_s;
+    case OPKIND_TOPK: *name = "after_layer_topk_us"; return c->after_layer_topk_s;
+    default: *name = NULL; return 0;
+    }
+}
+
 void cost_after_layer(const cost_t *c, int kind, plan_op_t *op)
 {
-    static const struct { int kind; size_t off; const char *name; } t[3] = {
-        {OPKIND_SCAN, offsetof(cost_t, after_layer_scan_s), "after_layer_scan_us"},
-        {OPKIND_ATTN_SPARSE, offsetof(cost_t, after_layer_attn_s), "after_layer_attn_us"},
-        {OPKIND_TOPK, offsetof(cost_t, after_layer_topk_s), "after_layer_topk_us"}};
-    for (int i = 0; i < 3; i++) {
-        double s = *(const double *)((const char *)c + t[i].off);
-        if (t[i].kind != kind || !(s > 0)) continue;
-        op->cost.latency_ps += cost_ps(s);
-        calib_note(c->cal, t[i].name, NAN);
-    }
+    const char *name;
+    double s = after_layer_s(c, kind, &name);
+    if (!(s > 0)) return;
+    op->cost.latency_ps += cost_ps(s);
+    calib_note(c->cal, name, NAN);
 }
 
 void cost_topk_scores_in_l2(const cost_t *c, double scores_bytes, plan_op_t *op)
@@ -557,6 +564,15 @@ void cost_topk_scores_in_l2(const cost_t *c, double scores_bytes, plan_op_t *op)
     sim_ps_t save = cost_ps(c->topk_scores_l2_s);
     op->cost.latency_ps = op->cost.latency_ps > save ? op->cost.latency_ps - save : 0;
     calib_note(c->cal, "topk_scores_l2_us", scores_bytes);
+}
+
+sim_ps_t cost_in_layer_ps(const cost_t *c, int kind, double scores_bytes)
+{
+    const char *name;
+    double s = after_layer_s(c, kind, &name);
+    sim_ps_t t = s > 0 ? cost_ps(s) : 0;
+    if (kind == OPKIND_TOPK && c->topk_scores_l2_s > 0 && scores_bytes <= c->l2_bytes) t -= cost_ps(c->topk_scores_l2_s);
+    return t;
 }
 
 void cost_attn_qh(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t, plan_op_t *op)
@@ -718,36 +734,3 @@ void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, 
     calib_note(c->cal, "launch_us", NAN);
 }
 
-/* kbench's step stage an op kind belongs to (its events fall between stages); a kind outside them
- * is a stage of its own */
-static int kbench_stage(int kind)
-{
-    switch (kind) {
-    case OPKIND_QUANTIZE: case OPKIND_WF_PLAN: return 0;
-    case OPKIND_INDEX_FETCH: return 1;
-    case OPKIND_SCAN: return 2;
-    case OPKIND_TOPK: return 3;
-    case OPKIND_WINNER_FETCH: return 4;
-    case OPKIND_ATTN_SPARSE: case OPKIND_ATTN_DENSE: return 5;
-    case OPKIND_ATTN_TAIL: case OPKIND_ATTN_COMBINE: return 6;
-    case OPKIND_GEMM: case OPKIND_L2_WRITEBACK: return 7;
-    default: return 8 + kind;
-    }
-}
-
-void cost_chain_events(const cost_t *c, plan_t *p)
-{
-    sim_ps_t cut = cost_ps(c->event_s);
-    if (cut <= 0) return;
-    for (uint32_t i = 0; i < p->n_ops; i++) {
-        plan_op_t *o = &p->ops[i];
-        for (uint32_t k = 0; o->exec == PLAN_EXEC_GPU && k < o->n_deps; k++) {
-            const plan_op_t *d = &p->ops[p->deps[o->dep_first + k]];
-            if (d->exec == PLAN_EXEC_GPU && d->stream == o->stream && kbench_stage(d->kind) != kbench_stage(o->kind)) {
-                o->latency_cut_ps = cut;
-                calib_note(c->cal, "event_us", NAN);
-                break;
-            }
-        }
-    }
-}

@@ -48,10 +48,10 @@
 /* Index scans differ per method in what binds them (integer unpacking of bit planes, popcounts of
  * signatures, byte streaming of packed rows or page summaries), so each family has its own fixed
  * time and HBM efficiency. The families are those the methods' tables name (models/method_ops.h:
- * method_scan_family_name), kbench's scan variants without their trailing digits; after the
- * methods' come the other implementations kbench measured of one method's scan, named
+ * method_scan_family_name), the measured scan variants without their trailing digits; after
+ * the methods' come the other measured implementations of one method's scan, named
  * <method>_<form> (Fathom's numbered plane-scan kernels v1, a thread per token, and v2, batched
- * loads, where the steps run v3; and its scan of each query head apart, qh: kbench's v2 with 4
+ * loads, where the steps run v3; and its scan of each query head apart, qh: the v2 kernel with 4
  * query heads, where v3 scores their sum only). COST_SCAN_FAMILIES is the room for them. */
 #define COST_SCAN_FAMILIES METHOD_SCAN_FAMILIES_MAX
 
@@ -60,7 +60,7 @@
 int cost_scan_family(const char *name);
 
 /* The family of method family `family`'s scan in form `form` ("v1", "v2", "qh"; NULL or "": the
- * family itself), or -1 when kbench measured no such form. */
+ * family itself), or -1 when no such form was measured. */
 int cost_scan_form(int family, const char *form);
 
 /* The SM gather's row rate is given at regions a doubling or two apart (256 MiB to 16 GiB): the
@@ -68,7 +68,7 @@ int cost_scan_form(int family, const char *form);
  * rows (gather_<table>rows_Mps_<size>): in any order, head by head (16 parts of the region in turn,
  * as a winner fetch goes), head by head none read before; the first two again when the rows'
  * page-table entries are still in L2 (a gather re-reading its rows back to back, its bytes fewer
- * than the L2 holds: kbench's kernels suite times its winner fetches so); and the two again right
+ * than the L2 holds: a winner fetch timed alone runs so); and the two again right
  * after another gather of many rows over host memory (a step's winner fetch after its SM index
  * fetch: what translation state the one leaves the other); and head by head the same rows in a new
  * order each time (a step re-reading its winners as top-k hands them over: each row comes to other
@@ -84,7 +84,7 @@ extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 
 /* The SM index fetch reads a plane index chunk by chunk, a channel's prefix of every chunk in
  * turn, so its row rate is a sweep's: at the link's pace while the GPU keeps the translations of
- * the whole region, then falling off a cliff over a few hundred MiB (kbench's plane_sweep rows: 8
+ * the whole region, then falling off a cliff over a few hundred MiB (the measured plane_sweep rows: 8
  * heads, 68 KiB units, 32 passes). Its rows per second (gather_plane<piece>_rows_Mps_<MiB>MiB) at
  * regions finer than a doubling around that cliff, for pieces of 128 B and of 512 B: a prefix's row
  * takes the time linearly between the two by its piece (flat outside them), at its region
@@ -171,7 +171,7 @@ typedef enum {
     COST_CE_STRIDED, /* copy engine: 2D copies of `pieces` rows in all, each on a host page of its own */
     COST_SM_GATHER,  /* kernel reading mapped host memory: `pieces` rows spread over region_bytes */
     COST_SM_HEADS,   /* the same, its rows part by part of the region (a winner fetch goes head by
-                      * head): fewer translations at a time, gather_heads_rows_Mps_<size> (kbench's
+                      * head): fewer translations at a time, gather_heads_rows_Mps_<size> (measured as
                       * rows from 16 parts in turn, taken for any number of heads) */
     COST_SM_HEADS_NEW, /* the same, none of its rows read before (winners all new each step):
                       * gather_heads_new_rows_Mps_<size>, every row cold */
@@ -184,7 +184,7 @@ typedef enum {
 
 /* Where an SM gather runs, for what it finds of its rows' translations. */
 typedef enum {
-    COST_GATHER_ALONE, /* re-reading its rows back to back, as kbench times a gather alone: it keeps
+    COST_GATHER_ALONE, /* re-reading its rows back to back, as a gather timed alone does: it keeps
                         * their translations up to gather_warm_rows, and their page-table entries
                         * stay in L2 while its bytes fit there */
     COST_GATHER_STEP,  /* in a step: rows head by head keep their translations while the SM gathers
@@ -203,7 +203,7 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
 /* As cost_transfer (host→device) for a gather run in a step whose SM gathers touch
  * step_translations address translations from one run of it to the next, its own among them
  * (cost_gather_translations of each): rows head by head (COST_SM_HEADS) kept warm by
- * cost_gather_cold_share of them go at the _shuffle table (the same rows in a new order: kbench's
+ * cost_gather_cold_share of them go at the _shuffle table (the same rows in a new order: measured as
  * order_win_shuffle), the rest cold at the step's table; other forms all cold. A copy-engine form
  * is as cost_transfer's in a step. */
 void cost_transfer_step(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, double bytes, double pieces,
@@ -262,20 +262,25 @@ void cost_attn_l2(const cost_t *c, const cost_paths_t *p, double bytes, bool qh,
 
 /* Adds to op (a scan, attention over winners or top-k, kind `kind`; other kinds unchanged) what it
  * takes more for running with the layer's GEMMs queued behind it, as a decode's kernels do, than
- * alone as the kernels suite times it: after_layer_{scan,attn,topk}_us on its fixed time (noted
- * where it is not 0). */
+ * alone after an L2 flush: after_layer_{scan,attn,topk}_us on its fixed time (noted where it is
+ * not 0). */
 void cost_after_layer(const cost_t *c, int kind, plan_op_t *op);
 
 /* Takes off a top-k's fixed time what it saves over scores its scan has just written, where they fit
- * in the L2 (scores_bytes ≤ l2_bytes): topk_scores_l2_us, against the kernels suite's top-k after a
- * flush (not below 0; noted where it is not 0). */
+ * in the L2 (scores_bytes ≤ l2_bytes): topk_scores_l2_us, against a top-k alone after an L2 flush
+ * (not below 0; noted where it is not 0). */
 void cost_topk_scores_in_l2(const cost_t *c, double scores_bytes, plan_op_t *op);
+
+/* The fixed time a kernel of `kind` takes more in a decode's layer than alone after an L2 flush:
+ * what cost_after_layer adds, less for a top-k what cost_topk_scores_in_l2 takes off over
+ * scores_bytes of scores (negative where it saves more). Notes nothing. */
+sim_ps_t cost_in_layer_ps(const cost_t *c, int kind, double scores_bytes);
 
 /* As cost_kernel for attention over each query head's own winners from HBM (g = 1: a quarter of a
  * GQA group's arithmetic per row, four times the blocks): attn_sparse_qh_latency_us and _mem_eff. */
 void cost_attn_qh(const cost_t *c, const cost_paths_t *p, double bytes, double flops, llm_dtype_t t, plan_op_t *op);
 
-/* The dirty lines a layer's kernels leave in the L2 (kbench's gemm layer_after_write rows: a memset
+/* The dirty lines a layer's kernels leave in the L2 (the measured gemm layer_after_write rows: a memset
  * of W bytes makes the next GEMMs min(W, l2_dirty_bytes)/l2_writeback slower). The L2 is taken as
  * keeping the latest l2_bytes of the traffic through it, least recently used out first, reads and
  * writes interleaved through each kernel, and at most l2_dirty_bytes of it dirty: a kernel that
@@ -293,7 +298,7 @@ void cost_l2_pass(const cost_t *c, cost_l2_t *l2, double read_bytes, double writ
 void cost_l2_writeback(const cost_t *c, const cost_paths_t *p, double bytes, plan_op_t *op);
 
 /* The split-K partials of attention over rows_per_head rows of each of `heads` heads, as flash
- * decoding (and kbench) picks them: about attn_split_blocks_per_sm blocks per SM over all heads, at
+ * decoding (and the measured kernel) picks them: about attn_split_blocks_per_sm blocks per SM over all heads, at
  * least attn_split_min_rows rows each, at least one. */
 double cost_attn_splits(const cost_t *c, double rows_per_head, double heads);
 /* Dense attention's split-K grid over `heads` heads of rows_per_head rows: each SM runs its share
@@ -311,7 +316,7 @@ void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op);
 double cost_topk_blocks_per_row(const cost_t *c, double rows, double n);
 
 /* Warps of 32 consecutive scores that hold at least one of a row's k winners, the k placed at
- * random among the n: (n/32)·(1 − Π_{i<32} (n − k − i)/(n − i)). kbench's gather pass counts each
+ * random among the n: (n/32)·(1 − Π_{i<32} (n − k − i)/(n − i)). The measured kernel's gather pass counts each
  * such warp once on its row's counter (one atomic per warp; real scores cluster, so fewer). */
 double cost_topk_winner_warps(double n, double k);
 
@@ -325,12 +330,6 @@ double cost_topk_winner_warps(double n, double k);
  * against HBM topk_passes times in both cases (the engine does not model what stays in L2). The op
  * takes the SMs at its own rate (its blocks fill them). */
 void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op);
-
-/* Takes kbench's stage events out of p: the ops' costs are a step's stages as kbench times them,
- * each between two events (validation/data/h200-1714-chain: a layer without them 13.4 us faster, 8
- * events), so a GPU op whose explicit predecessor is a GPU op of its stream and of another stage
- * (a kind outside kbench's stages its own) pays its fixed time less event_us (its latency_cut_ps). */
-void cost_chain_events(const cost_t *c, plan_t *p);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {

@@ -38,7 +38,7 @@ int hwinst_build(const hw_t *hw, calib_t *cal, sim_t *sim, err_t *e)
             rc = add_res(sim, cal, name, "fp8_TFLOPS", 1e12, "FLOP/s", e);
         }
         /* The rate at which one GPU's zero-copy reads of host rows are served is a pool the gathers
-         * share (two gathers at once split it: kbench link suite), so it is a resource, not a cap. */
+         * share (two gathers at once split it, as measured), so it is a resource, not a cap. */
         snprintf(name, sizeof name, "gpu%d.rows", g);
         if (!rc) rc = sim_res_add(sim, name, 1.0, "row share", NULL, e);
         snprintf(name, sizeof name, "gpu%d.hbm_mem", g);

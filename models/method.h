@@ -60,7 +60,7 @@ typedef struct method_cfg {
     bool k_from_planes;     /* winner keys from 4-bit keys instead of bf16/fp8 rows */
     int store;              /* sparq: method_store_t */
     int fetch;              /* winner fetch: method_fetch_t */
-    int winners;            /* 0: repeat (mostly the last step's, as kbench re-reads), 1: new each step */
+    int winners;            /* 0: repeat (mostly the last step's, as a re-read finds them), 1: new each step */
     int index_fetch;        /* index fetch from host: method_fetch_t (ce: contiguous or 2D copies; auto:
                              * sm for per-query planes, whose copies would be one per head and channel, else ce) */
     int prefill;            /* method_prefill_t */

@@ -13,11 +13,6 @@ enum { GEMM_QKV = 0, GEMM_OMLP = 1, GEMM_HEAD = 2 };
 struct provider {
     method_t *mt;
     bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
-    bool layers_only;         /* plans hold the layers alone: no LM head, no sampling */
-    bool gathers_alone;       /* a gather's translations are its own, not the step's */
-    bool kernels_alone;       /* kernels after an L2 flush (kbench's kernels suite), not the layer's GEMMs */
-    bool first_launch_hidden; /* the plan's first op launched before its window opens */
-    bool stage_events;        /* an event after each of kbench's step stages */
     const hw_t *hw;
     cost_t cost;
     cost_paths_t paths;
@@ -71,11 +66,23 @@ void provider_free(provider_t *p)
 
 const method_t *provider_method(const provider_t *p) { return p->mt; }
 
-void provider_set_layers_only(provider_t *p, bool on) { p->layers_only = on; }
-void provider_set_gathers_alone(provider_t *p, bool on) { p->gathers_alone = on; }
-void provider_set_kernels_alone(provider_t *p, bool on) { p->kernels_alone = on; }
-void provider_set_stage_events(provider_t *p, bool on) { p->stage_events = on; }
-void provider_set_first_launch_hidden(provider_t *p, bool on) { p->first_launch_hidden = on; }
+const cost_t *provider_cost(const provider_t *p) { return &p->cost; }
+
+cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill)
+{
+    const method_cfg_t *c = method_cfg(p->mt);
+    if (kind == OPKIND_INDEX_FETCH) {
+        bool query_dependent = !prefill && method_table(p->mt)->query_dependent;
+        return c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
+    }
+    /* the winners come head by head, each head's from its own part of the region (but for a token
+     * layout, whose rows hold every head) */
+    return c->fetch != FETCH_SM                   ? COST_CE_BATCH
+           : method_layout(p->mt) == LAYOUT_TOKEN ? COST_SM_GATHER
+           : c->winners                           ? COST_SM_HEADS_NEW
+                                                  : COST_SM_HEADS;
+}
+
 
 static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
 {
@@ -131,7 +138,7 @@ static int add_kernel_l2(builder_t *b, int kind, int layer, double bytes, double
                   (llm_dtype_t)c->kv_dtype, &op);
     } else
         cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
-    if (!b->p->kernels_alone) cost_after_layer(&b->p->cost, kind, &op);
+    cost_after_layer(&b->p->cost, kind, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
     return add(b, &op, deps, n_deps, id);
@@ -149,10 +156,8 @@ static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uin
     plan_op_t op = op_new(OPKIND_TOPK, layer, STREAM_COMPUTE);
     double rows = fmax(ly->score_rows, 1);
     cost_topk(&b->p->cost, &b->p->paths, rows, ly->scores / rows, ly->select_k, &op);
-    if (!b->p->kernels_alone) {   /* in a plan, its scores were just written by the scan */
-        cost_after_layer(&b->p->cost, OPKIND_TOPK, &op);
-        cost_topk_scores_in_l2(&b->p->cost, 4.0 * ly->scores, &op);
-    }
+    cost_after_layer(&b->p->cost, OPKIND_TOPK, &op);
+    cost_topk_scores_in_l2(&b->p->cost, 4.0 * ly->scores, &op);   /* its scan has just written them */
     op.bytes_hbm = op.cost.work;
     return add(b, &op, deps, n_deps, id);
 }
@@ -181,7 +186,7 @@ static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, co
     } else {
         cost_attn_l2(&b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, qh, &op);
     }
-    if (!b->p->kernels_alone) cost_after_layer(&b->p->cost, OPKIND_ATTN_SPARSE, &op);
+    cost_after_layer(&b->p->cost, OPKIND_ATTN_SPARSE, &op);
     op.flops = ly->attn_flops;
     return add(b, &op, deps, n_deps, id);
 }
@@ -356,7 +361,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     bool prefill = req->phase == PLAN_PREFILL;
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
-    builder_t b = {p, out, e, 0, 0, INFINITY};
+    builder_t b = {p, out, e, COST_GATHER_STEP, 0, INFINITY};
     const method_ops_t *ops = method_table(mt);
     bool exact = ops->reads_all || (prefill && c->prefill == PREFILL_EXACT);
     bool query_dependent = !prefill && ops->query_dependent;
@@ -372,18 +377,12 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     for (int l = 0; l < L; l++) method_layer(mt, l, req->context_tokens, nt, prefill, &lys[l]);
     uint32_t prev = UINT32_MAX;
     /* the SM fetches per-query planes with the prefix kernel, other indexes as plain gathers */
-    cost_xfer_t idx_form = c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
-    /* the winners come head by head, each head's from its own part of the region (but for a token
-     * layout, whose rows hold every head) */
-    cost_xfer_t win_form = c->fetch != FETCH_SM               ? COST_CE_BATCH
-                           : method_layout(mt) == LAYOUT_TOKEN ? COST_SM_GATHER
-                           : c->winners                        ? COST_SM_HEADS_NEW
-                                                               : COST_SM_HEADS;
+    cost_xfer_t idx_form = provider_fetch_form(p, OPKIND_INDEX_FETCH, prefill);
+    cost_xfer_t win_form = provider_fetch_form(p, OPKIND_WINNER_FETCH, prefill);
     if (!exact) b.step_translations = step_translations(p, lys, L, idx_form != COST_CE, win_form != COST_CE_BATCH);
     for (int l = 0; !rc && l < L; l++) {
         const method_layer_t ly = lys[l];
-        /* a gather timed alone keeps what it touched; in a step, what the step's gathers leave */
-        b.gather_at = p->gathers_alone ? COST_GATHER_ALONE : COST_GATHER_STEP;
+        b.gather_at = COST_GATHER_STEP;   /* what the step's gathers leave */
         bool idx_sm = idx_form != COST_CE && ly.index_host_bytes > 0;
         uint32_t qkv, wf = UINT32_MAX, fetch = UINT32_MAX, tail = UINT32_MAX, attn = UINT32_MAX;
         uint32_t buf_free = (depth > 0 && l - 1 - depth >= 0) ? consumer[l - 1 - depth] : UINT32_MAX;
@@ -425,7 +424,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
              * evicts their translations as it touches more than the GPU keeps (the link suite's
              * order_win_after rows: the step's winner fetch after another gather); the index fetch
              * itself, after 16K winner rows or so, takes the plain step tables */
-            if (idx_sm && b.gather_at == COST_GATHER_STEP) {
+            if (idx_sm) {
                 b.gather_at = COST_GATHER_AFTER;
                 b.evicting = cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
             }
@@ -452,12 +451,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     }
     free(consumer);
     free(lys);
-    if (!rc && p->first_launch_hidden && out->n_ops) out->ops[0].launch_ps = 0;
     uint32_t head;
-    if (p->layers_only) {
-        out->graph_launch_ps = cost_ps(p->cost.graph_launch_s);
-        return rc;
-    }
     if (!rc) rc = add_gemm(&b, GEMM_HEAD, -1, req->phase, 1, &prev, 1, &head);
     if (!rc) {
         plan_op_t op = op_new(OPKIND_SAMPLE, -1, STREAM_COMPUTE);
@@ -475,10 +469,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
 
 static int ops_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
 {
-    provider_t *p = self;
-    int rc = provider_build(p, plan_env_sim(env), plan_env_gpu(env), req, out, e);
-    if (!rc && !p->stage_events) cost_chain_events(&p->cost, out);
-    return rc;
+    return provider_build(self, plan_env_sim(env), plan_env_gpu(env), req, out, e);
 }
 
 static int ops_footprint(void *self, uint64_t context_tokens, double *hbm_bytes, double *host_bytes, err_t *e)

@@ -56,27 +56,14 @@ void provider_free(provider_t *p);
 
 /* Builds the plan of req into out (reset here) for a session on GPU gpu of sim (resources named as
  * models/hwinst.h says), without allocating memory: for `odsim plan`, tests and the engine's build.
- * Each op as kbench times a step's stage, between two events (the engine's build then takes them
- * out: cost_chain_events). Errors: ERR_NOTFOUND (a resource missing), ERR_INVAL, ERR_NOMEM. */
+ * Errors: ERR_NOTFOUND (a resource missing), ERR_INVAL, ERR_NOMEM. */
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e);
 
 const method_t *provider_method(const provider_t *p);
-/* Plans of the layers alone, without the per-step LM head and sampling (what kbench times as a
- * layer step). */
-void provider_set_layers_only(provider_t *p, bool on);
-/* Each SM gather re-reads the same rows in the same order with nothing in between, as kbench times a
- * gather on its own: their address translations stay cached up to gather_warm_rows (in a step they
- * are cold). */
-void provider_set_gathers_alone(provider_t *p, bool on);
-/* Each kernel runs alone after an L2 flush, as kbench's kernels suite times it, not with the layer's
- * GEMMs queued behind it as a decode's kernels do: without cost_after_layer's time (default off: a
- * decode). */
-void provider_set_kernels_alone(provider_t *p, bool on);
-/* The plan's first op launched before the timed window opened (kbench's step repetitions starting on
- * a busy GPU): its launch costs the plan nothing; the rest launch as the host reaches them. */
-void provider_set_first_launch_hidden(provider_t *p, bool on);
-/* The engine's plans keep an event after each of kbench's step stages (its step suite's timing),
- * where by default a kernel follows the stage before with none (cost_chain_events). */
-void provider_set_stage_events(provider_t *p, bool on);
+/* The provider's cost forms (seeded from its calibration), for those that re-cost its plans' ops. */
+const cost_t *provider_cost(const provider_t *p);
+/* The transfer form the provider fetches the rows of `kind` with (OPKIND_INDEX_FETCH: the index,
+ * else the winners), in prefill where `prefill`: a copy-engine form or an SM gather's. */
+cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill);
 
 #endif

@@ -142,7 +142,7 @@ int plan_op_cost(const plan_op_t *o, uint32_t batch, plan_cost_t *out)
 {
     *out = o->cost;
     int rc = o->cost_fn ? o->cost_fn(o->cost_model, batch, out) : 0;
-    out->latency_ps = out->latency_ps > o->latency_cut_ps ? out->latency_ps - o->latency_cut_ps : 0;
+    out->latency_ps = out->latency_ps + o->latency_extra_ps > 0 ? out->latency_ps + o->latency_extra_ps : 0;
     return rc;
 }
 

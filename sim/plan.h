@@ -77,9 +77,9 @@ typedef struct plan_op {
     const void *cost_model; /* argument of cost_fn; must outlive the plan's execution */
     double weight;          /* max-min sharing weight, > 0 (0 is read as 1) */
     sim_ps_t launch_ps;     /* host CPU time to launch it (0: no launch, e.g. inside a graph) */
-    sim_ps_t latency_cut_ps; /* of its cost's fixed latency (cost_fn's included), this much is not
-                              * paid (never below 0): e.g. a kernel right behind another with no
-                              * event between, where the fixed time was measured between two */
+    sim_ps_t latency_extra_ps; /* fixed time it takes beyond its cost's latency (cost_fn's included;
+                                * negative: less, never below 0): e.g. a timing event recorded in its
+                                * stream right before it, set by whoever times the plan */
     uint64_t merge_key;     /* 0 = none; equal keys from batched sessions execute once */
     double bytes_host;      /* bookkeeping for reports and tests: bytes the op reads from or */
     double bytes_hbm;       /*   writes to host DRAM and HBM, and FLOPs it performs, for batch 1 */
@@ -145,8 +145,8 @@ int plan_standalone_ps(const plan_t *p, const sim_t *sim, sim_ps_t handoff_ps, s
 /* Whether a kernel succ waiting on pred pays the copy engine's hand-off (pred is a copy). */
 bool plan_handoff(const plan_op_t *pred, const plan_op_t *succ);
 
-/* The op's cost serving `batch` sessions into *out: its cost, or its cost_fn's, less latency_cut_ps
- * of the latency (not below 0). Returns 0 or the cost_fn's error code. */
+/* The op's cost serving `batch` sessions into *out: its cost, or its cost_fn's, with latency_extra_ps
+ * added to the latency (not below 0). Returns 0 or the cost_fn's error code. */
 int plan_op_cost(const plan_op_t *o, uint32_t batch, plan_cost_t *out);
 
 /* One op alone on an idle machine: latency + work / min(cap, min_i capacity_i/coef_i), its cost at

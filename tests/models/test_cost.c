@@ -9,6 +9,7 @@
 #include "models/method_ops.h"
 #include "models/opkind.h"
 #include "models/provider.h"
+#include "validation/protocol.h"
 
 static void set(calib_t *cal, const char *name, double v)
 {
@@ -74,15 +75,26 @@ Test(cost, split_count_is_flash_decodings)
     th_machine_free(&t);
 }
 
+/* The plan of req for the method of p's as kbench times it (validation/protocol.h): the layers alone,
+ * its kernels and gathers as `how` says. Its GEMMs' cost models die with the wrapper: read op.cost. */
+static void build_as(tmachine_t *t, provider_t *p, protocol_t how, const plan_request_t *req, plan_t *plan)
+{
+    err_t e;
+    protocol_prov_t *pp;
+    how.layers_only = true;
+    cr_assert_eq(protocol_new(provider_method(p), &t->hw, t->cal, &how, &pp, &e), 0, "%s", e.msg);
+    cr_assert_eq(protocol_build(pp, t->sim, 0, req, plan, &e), 0, "%s", e.msg);
+    protocol_free(pp);
+}
+
 /* One layer of a plan of `yaml` at ctx tokens; returns the provider (caller frees plan and provider). */
 static provider_t *build(tmachine_t *t, const char *yaml, uint64_t ctx, plan_t *plan)
 {
     err_t e;
     provider_t *p = th_provider(t, yaml);
-    provider_set_layers_only(p, true);
     plan_init(plan);
     plan_request_t req = {PLAN_DECODE, ctx, 1, 0};
-    cr_assert_eq(provider_build(p, t->sim, 0, &req, plan, &e), 0, "%s", e.msg);
+    build_as(t, p, (protocol_t){0}, &req, plan);
     cr_assert_eq(plan_validate(plan, &e), 0, "%s", e.msg);
     return p;
 }
@@ -247,18 +259,16 @@ Test(cost, a_decodes_kernels_as_they_run_in_it)
     set(t.cal, "topk_scores_l2_us", 5.0);
     double lat[2][3] = {{0}};   /* [alone][scan, attention, top-k] of layer 0 */
     for (int alone = 0; alone < 2; alone++) {
-        err_t e;
         provider_t *p = th_provider(&t, "method: pertoken\nbudget: 136\nk: 2048");
-        provider_set_layers_only(p, true);
-        provider_set_kernels_alone(p, alone);
         plan_t plan;
         plan_init(&plan);
         plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
-        cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+        build_as(&t, p, (protocol_t){.kernels_alone = alone}, &req, &plan);
         for (uint32_t i = 0; i < plan.n_ops && plan.ops[i].layer == 0; i++) {
             int k = plan.ops[i].kind == OPKIND_SCAN ? 0 : plan.ops[i].kind == OPKIND_ATTN_SPARSE ? 1
                   : plan.ops[i].kind == OPKIND_TOPK ? 2 : -1;
-            if (k >= 0) lat[alone][k] = (double)plan.ops[i].cost.latency_ps;
+            plan_cost_t pc;   /* no cost_fn on these: their models are the plan's own */
+            if (k >= 0 && !plan_op_cost(&plan.ops[i], 1, &pc)) lat[alone][k] = (double)pc.latency_ps;
         }
         plan_free(&plan);
         provider_free(p);
@@ -439,46 +449,18 @@ Test(cost, topk_winner_warps_small_cases)
     cr_expect_float_eq(cost_topk_winner_warps(0, 5), 0, 0);
 }
 
-/* kbench's stage events taken out of a plan, event_us = 2: on stream 0 a scan (first: nothing
- * before it), a top-k after it (another stage: 2 us less), a GEMM after that (2 us less), a second
- * GEMM (the same stage: none less); a copy, a scan after it (after a copy: none less) and a top-k
- * after that scan on stream 1 (another stream: none less). plan_op_cost takes the cut off the fixed
- * time, never below 0: 5 us less 2 is 3, 1 us less 2 is 0. With event_us = 0 nothing changes. */
-Test(cost, chain_events_cut_a_kernel_behind_another_stage)
+/* An op's latency_extra_ps adds to its cost's fixed time, cost_fn's included, and never takes it
+ * below 0: 5 us + 2 is 7, 1 us - 2 is 0. */
+Test(cost, an_ops_extra_latency_adds_to_its_cost)
 {
-    for (int on = 0; on < 2; on++) {
-        tmachine_t t;
-        th_machine(&t, "h200-1", NULL, "qwen3-8b");
-        set(t.cal, "event_us", on ? 2 : 0);
-        cost_t c;
-        cost_paths_t paths;
-        cost_ready(&t, &c, &paths);
-        static const struct { int kind, exec, stream, dep; double lat_us; } ops[7] = {
-            {OPKIND_SCAN, PLAN_EXEC_GPU, 0, -1, 5}, {OPKIND_TOPK, PLAN_EXEC_GPU, 0, 0, 1},
-            {OPKIND_GEMM, PLAN_EXEC_GPU, 0, 1, 5},  {OPKIND_GEMM, PLAN_EXEC_GPU, 0, 2, 5},
-            {OPKIND_INDEX_FETCH, PLAN_EXEC_COPY_H2D, 0, 3, 5}, {OPKIND_SCAN, PLAN_EXEC_GPU, 0, 4, 5},
-            {OPKIND_TOPK, PLAN_EXEC_GPU, 1, 5, 5}};
-        static const double want_us[7] = {5, 0, 3, 5, 5, 5, 5};
-        plan_t p;
-        plan_init(&p);
-        err_t e;
-        for (int i = 0; i < 7; i++) {
-            plan_op_t op = {.kind = (uint16_t)ops[i].kind, .layer = 0, .exec = (uint8_t)ops[i].exec,
-                            .stream = (uint8_t)ops[i].stream, .cost = {.latency_ps = cost_ps(ops[i].lat_us * 1e-6)}};
-            uint32_t dep = (uint32_t)ops[i].dep;
-            cr_assert_eq(plan_add(&p, &op, ops[i].dep >= 0 ? &dep : NULL, ops[i].dep >= 0 ? 1 : 0, NULL, &e), 0, "%s",
-                         e.msg);
-        }
-        cost_chain_events(&c, &p);
-        for (int i = 0; i < 7; i++) {
-            plan_cost_t pc;
-            cr_assert_eq(plan_op_cost(&p.ops[i], 1, &pc), 0);
-            double want = on ? want_us[i] : ops[i].lat_us;
-            cr_expect_float_eq((double)pc.latency_ps * 1e-6, want, 1e-9, "event %d, op %d: %g us", on, i,
-                               (double)pc.latency_ps * 1e-6);
-        }
-        plan_free(&p);
-        th_machine_free(&t);
+    static const struct { double lat_us, extra_us, want_us; } cases[3] = {{5, 2, 7}, {1, -2, 0}, {5, 0, 5}};
+    for (int i = 0; i < 3; i++) {
+        plan_op_t op = {.kind = OPKIND_SCAN, .cost = {.latency_ps = cost_ps(cases[i].lat_us * 1e-6)},
+                        .latency_extra_ps = (sim_ps_t)(cases[i].extra_us * 1e6)};
+        plan_cost_t pc;
+        cr_assert_eq(plan_op_cost(&op, 1, &pc), 0);
+        cr_expect_float_eq((double)pc.latency_ps * 1e-6, cases[i].want_us, 1e-9, "case %d: %g us", i,
+                           (double)pc.latency_ps * 1e-6);
     }
 }
 
@@ -602,13 +584,10 @@ static double winner_s_per_row(tmachine_t *t, const cost_paths_t *paths, const c
                                int *seen)
 {
     plan_t plan;
-    err_t e;
     provider_t *p = th_provider(t, yaml);
-    provider_set_layers_only(p, true);
-    provider_set_gathers_alone(p, alone);
     plan_init(&plan);
     plan_request_t req = {PLAN_DECODE, 1048576, 1, 0};
-    cr_assert_eq(provider_build(p, t->sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+    build_as(t, p, (protocol_t){.gathers_reread = alone}, &req, &plan);
     double first = NAN;
     *seen = 0;
     for (uint32_t i = 0; i < plan.n_ops; i++) {
@@ -760,13 +739,10 @@ Test(cost, a_hidden_first_launch_is_only_the_first)
     t.m.layers = 1;
     for (int hidden = 0; hidden < 2; hidden++) {
         provider_t *p = th_provider(&t, "method: fathom\nplacement: host\nindex_fetch: sm");
-        provider_set_layers_only(p, true);
-        provider_set_first_launch_hidden(p, hidden);
         plan_t plan;
-        err_t e;
         plan_init(&plan);
         plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
-        cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
+        build_as(&t, p, (protocol_t){.first_launch_hidden = hidden}, &req, &plan);
         cr_assert_gt(plan.n_ops, 2);
         cr_expect_eq(plan.ops[0].launch_ps == 0, hidden, "first op's launch %lld ps, hidden %d",
                      (long long)plan.ops[0].launch_ps, hidden);
