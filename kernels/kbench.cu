@@ -2,7 +2,7 @@
  *
  *   kbench SUITE [--quick] [-o FILE.csv] [--model NAME] [--max-region GIB]
  *
- * SUITE is link, kernels, step or concurrency (run each in its own
+ * SUITE is link, kernels, step, concurrency or host (run each in its own
  * invocation; concurrency forks its sessions before CUDA starts), or pairs
  * (a section of its own: the step's stages of two sessions at once). Exit
  * status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
@@ -14,7 +14,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: kbench link|kernels|step|concurrency|pairs [--quick] [-o FILE.csv] "
+    fprintf(stderr, "usage: kbench link|kernels|step|concurrency|pairs|host [--quick] [-o FILE.csv] "
                     "[--model NAME] [--max-region GIB] [--only SECTION (link: gather_sweep, idle, a section; kernels: index_fetch, topk_span, follow, attn, after_layer, behind; step: chain, lead, first, dither, stage, long, next)]\n");
     return 2;
 }
@@ -59,5 +59,7 @@ int main(int argc, char **argv)
         return kb_suite_concurrency(&o);
     if (!strcmp(suite, "pairs"))
         return kb_suite_pairs(&o);
+    if (!strcmp(suite, "host"))
+        return kb_suite_host(&o);
     return usage();
 }
