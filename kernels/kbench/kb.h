@@ -147,5 +147,6 @@ int kb_suite_link(const kb_opts_t *o);
 int kb_suite_kernels(const kb_opts_t *o);
 int kb_suite_step(const kb_opts_t *o);
 int kb_suite_concurrency(const kb_opts_t *o);
+int kb_suite_host(const kb_opts_t *o);
 
 #endif
