@@ -1,4 +1,5 @@
 #include "models/calib.h"
+#include "common/str.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,15 +17,6 @@ struct calib {
     size_t n;
     uint64_t hash;
 };
-
-static char *dupstr(const char *s)
-{
-    if (!s) s = "";
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 static void entry_clear(centry_t *en)
 {
@@ -67,9 +59,9 @@ int calib_set(calib_t *c, const calib_param_t *p, err_t *e)
     if (!unit || hwcat_param_is_text(p->name))
         return err_set(e, ERR_INVAL, "calib: unknown parameter '%s'", p->name);
     centry_t ne = {.p = *p, .x_min = NAN, .x_max = NAN};
-    ne.p.name = dupstr(p->name);
-    ne.p.unit = dupstr(unit);
-    ne.p.origin = dupstr(p->origin);
+    ne.p.name = str_dup((p->name) ? (p->name) : "");
+    ne.p.unit = str_dup((unit) ? (unit) : "");
+    ne.p.origin = str_dup((p->origin) ? (p->origin) : "");
     if (!ne.p.name || !ne.p.unit || !ne.p.origin) {
         entry_clear(&ne);
         return err_set(e, ERR_NOMEM, "calib: out of memory");
@@ -149,16 +141,6 @@ static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
     return ERR_OK;
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 int calib_load_string(const char *name, const char *text, calib_t **out, err_t *e)
 {
     cfg_doc_t *doc = NULL;
@@ -172,7 +154,7 @@ int calib_load_string(const char *name, const char *text, calib_t **out, err_t *
         *out = NULL;
         return rc;
     }
-    (*out)->hash = fnv1a(text, len);
+    (*out)->hash = str_fnv1a(text, len);
     return ERR_OK;
 }
 

@@ -1,4 +1,5 @@
 #include "models/hwcat.h"
+#include "common/str.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -289,15 +290,6 @@ struct hwcat {
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
-static char *dupstr(const char *s)
-{
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 static void param_clear(hw_param_t *p)
 {
     free(p->text);
@@ -325,8 +317,8 @@ const hw_param_t *hw_pset_find(const hw_pset_t *ps, const char *key)
 static int pset_put(hw_pset_t *ps, const hw_param_t *src, err_t *e)
 {
     hw_param_t copy = *src;
-    copy.text = dupstr(src->text);
-    copy.origin = dupstr(src->origin);
+    copy.text = str_dup(src->text);
+    copy.origin = str_dup(src->origin);
     if ((src->text && !copy.text) || (src->origin && !copy.origin)) {
         param_clear(&copy);
         return err_set(e, ERR_NOMEM, "hwcat: out of memory");
@@ -446,7 +438,7 @@ static int param_read(const hwp_def_t *d, const cfg_node_t *v, bool need_origin,
     switch (d->type) {
     case HWP_TEXT:
         out->value = NAN;
-        out->text = dupstr(cfg_str(val));
+        out->text = str_dup(cfg_str(val));
         if (!out->text) return err_set(e, ERR_NOMEM, "hwcat: out of memory");
         break;
     case HWP_NUM: rc = cfg_double(val, &x, e); break;
@@ -472,10 +464,10 @@ static int param_read(const hwp_def_t *d, const cfg_node_t *v, bool need_origin,
     }
     char where[512];
     if (pn.origin && *pn.origin) {
-        out->origin = dupstr(pn.origin);
+        out->origin = str_dup(pn.origin);
     } else {
         snprintf(where, sizeof where, "%s at %s:%d", dflt_origin, cfg_file(v), cfg_line(v));
-        out->origin = dupstr(where);
+        out->origin = str_dup(where);
     }
     if (!out->origin) {
         param_clear(out);
@@ -522,7 +514,7 @@ static int read_entry_map(const cfg_node_t *map, const hwp_def_t *defs, size_t n
         const cfg_node_t *v = cfg_at(map, j);
         if (costs_allowed && !strcmp(key, "base")) {
             if (cfg_kind(v) != CFG_SCALAR) return cfg_error(e, ERR_INVAL, v, "base: expected a preset name");
-            en->base = dupstr(cfg_str(v));
+            en->base = str_dup(cfg_str(v));
             if (!en->base) return err_set(e, ERR_NOMEM, "hwcat: out of memory");
             continue;
         }
@@ -599,8 +591,8 @@ static int load_doc(hwcat_t *cat, hw_kind_t kind, cfg_doc_t *doc, err_t *e)
         memset(en, 0, sizeof *en);
         char where[512];
         snprintf(where, sizeof where, "%s:%d:%d", cfg_file(m), cfg_line(m), cfg_col(m));
-        en->name = dupstr(name);
-        en->where = dupstr(where);
+        en->name = str_dup(name);
+        en->where = str_dup(where);
         if (!en->name || !en->where) rc = err_set(e, ERR_NOMEM, "hwcat: out of memory");
         if (!rc) rc = read_entry_map(m, schemas[kind].defs, schemas[kind].n, true, en, e);
     }
@@ -719,7 +711,7 @@ static int apply_overrides(hw_pset_t *ps, const cfg_node_t *ov, err_t *e)
 static int set_name(char **dst, const char *src, err_t *e)
 {
     free(*dst);
-    *dst = dupstr(src);
+    *dst = str_dup(src);
     return (src && !*dst) ? err_set(e, ERR_NOMEM, "hwcat: out of memory") : ERR_OK;
 }
 

@@ -1,4 +1,5 @@
 #include "models/llm.h"
+#include "common/str.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,14 +36,6 @@ static const cfg_param_t llm_params[] = {
 };
 #define N_LLM_PARAMS (sizeof llm_params / sizeof llm_params[0])
 
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 static int bind_one(const cfg_node_t *node, const char *name, llm_t *out, err_t *e)
 {
     llm_bind_t b;
@@ -53,8 +46,8 @@ static int bind_one(const cfg_node_t *node, const char *name, llm_t *out, err_t 
                          (long long)b.q_heads, (long long)b.kv_heads);
     if (!out) return ERR_OK;
     memset(out, 0, sizeof *out);
-    out->name = dupstr(name);
-    out->origin = dupstr(b.origin);
+    out->name = str_dup(name);
+    out->origin = str_dup(b.origin);
     if (!out->name || !out->origin) {
         llm_free(out);
         return err_set(e, ERR_NOMEM, "llm: out of memory");

@@ -1,4 +1,5 @@
 #include "models/method.h"
+#include "common/str.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -99,14 +100,6 @@ struct method {
     method_index_t ix;       /* what the method's budget rule resolved */
     double e;                /* K/V element bytes */
 };
-
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 static int check_dense_placement(const method_t *mt, err_t *e)
 {
@@ -240,8 +233,8 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
     snprintf(mt->placement, sizeof mt->placement, "%s", cfg->placement ? cfg->placement : "host");
     mt->cfg.placement = mt->placement;
     mt->m = *m;
-    mt->m.name = dupstr(m->name ? m->name : "");
-    mt->m.origin = dupstr(m->origin ? m->origin : "");
+    mt->m.name = str_dup(m->name ? m->name : "");
+    mt->m.origin = str_dup(m->origin ? m->origin : "");
     mt->e = llm_dtype_bytes((llm_dtype_t)cfg->kv_dtype);
     int rc = (mt->m.name && mt->m.origin) ? ERR_OK : err_set(e, ERR_NOMEM, "method: out of memory");
     if (!rc && !mt->ops) rc = err_set(e, ERR_INVAL, "method %d unknown", cfg->method);

@@ -1,4 +1,5 @@
 #include "validation/compare.h"
+#include "common/str.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,15 +17,6 @@ struct cmp {
     cmp_group_t *groups;
     size_t n_groups;
 };
-
-static char *dupstr(const char *s)
-{
-    if (!s) s = "";
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 int cmp_new(cmp_t **out, err_t *e)
 {
@@ -151,10 +143,10 @@ int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *p
     }
     cmp_case_priv_t *p = &c->cases[c->n];
     memset(p, 0, sizeof *p);
-    p->group = dupstr(group);
-    p->error = dupstr(pred ? "" : error);
-    p->flags = dupstr(flags);
-    p->scenario = dupstr(scenario);
+    p->group = str_dup((group) ? (group) : "");
+    p->error = str_dup(pred || !error ? "" : error);
+    p->flags = str_dup((flags) ? (flags) : "");
+    p->scenario = str_dup((scenario) ? (scenario) : "");
     if (!p->group || !p->error || !p->flags || !p->scenario) {
         free(p->group);
         free(p->error);

@@ -1,4 +1,5 @@
 #include "validation/heldout.h"
+#include "common/str.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -52,14 +53,6 @@ static const cfg_param_t fit_params[] = {
     {"single_only", CFG_T_BOOL, offsetof(ho_node_t, single_only), "false", 1, 0, NULL, "no concurrent_id"},
 };
 
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 static void rules_free(ho_rule_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -96,9 +89,9 @@ static int load_rules(const cfg_node_t *seq, bool held, ho_rule_t **out, size_t 
             rules_free(v, i);
             return rc;
         }
-        v[i].group = held ? dupstr(hn.group) : NULL;
-        v[i].suite = *hn.suite ? dupstr(hn.suite) : NULL;
-        v[i].op = *hn.op ? dupstr(hn.op) : NULL;
+        v[i].group = held ? str_dup(hn.group) : NULL;
+        v[i].suite = *hn.suite ? str_dup(hn.suite) : NULL;
+        v[i].op = *hn.op ? str_dup(hn.op) : NULL;
         v[i].min_n = hn.min_n >= 0 ? hn.min_n : NAN;
         v[i].max_n = hn.max_n >= 0 ? hn.max_n : NAN;
         v[i].single_only = hn.single_only;

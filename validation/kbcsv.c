@@ -1,4 +1,5 @@
 #include "validation/kbcsv.h"
+#include "common/str.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -101,20 +102,12 @@ static const char **text_field(kbrow_t *r, int c)
     }
 }
 
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 /* An empty set checked against device ("" : no check). */
 static int kbset_new(const char *device, kbset_t **out, err_t *e)
 {
     *out = calloc(1, sizeof **out);
     if (!*out) return err_set(e, ERR_NOMEM, "kbcsv: out of memory");
-    (*out)->device = dupstr(device ? device : "");
+    (*out)->device = str_dup(device ? device : "");
     if (!(*out)->device) {
         free(*out);
         *out = NULL;
@@ -139,16 +132,6 @@ void kbset_free(kbset_t *s)
     free(s->rows);
     free(s->device);
     free(s);
-}
-
-static uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 static char *trim(char *s)
@@ -271,12 +254,12 @@ static int kbset_load_file(kbset_t *s, const char *path, err_t *e)
     size_t len = 0;
     int rc = atomicio_read_all(path, KBCSV_MAX_BYTES, &text, &len, e);
     if (rc) return rc;
-    kbfile_priv_t f = {.text = text, .path = dupstr(path)};
+    kbfile_priv_t f = {.text = text, .path = str_dup(path)};
     if (!f.path) {
         free(text);
         return err_set(e, ERR_NOMEM, "kbcsv: out of memory");
     }
-    f.pub.fnv1a = fnv1a(text, len);
+    f.pub.fnv1a = str_fnv1a(text, len);
     size_t rows0 = s->n_rows, cap_meta = 0, n_meta = 0;
     int col_of[C_N_KNOWN];
     for (int c = 0; c < C_N_KNOWN; c++) col_of[c] = -1;
@@ -413,7 +396,7 @@ static int list_csv(const char *dir, char ***out, size_t *n_out, err_t *e)
     while ((de = readdir(d))) {
         if (!is_csv(de->d_name)) continue;
         char **nv = realloc(v, (n + 1) * sizeof *nv);
-        char *name = dupstr(de->d_name);
+        char *name = str_dup(de->d_name);
         if (nv) v = nv;
         if (!nv || !name) {
             free(name);
