@@ -28,8 +28,8 @@ extern const cmd_t cmd_plan;
 typedef struct plan_args {
     const char *model, *method, *hw, *link, *calib, *catalog;
     const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
-        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *scan_kernel, *winners,
-        *plane_bits, *keys;
+        *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *plane_scan, *winners,
+        *plane_bits, *key_variances;
     uint64_t context;
     uint32_t prefill;
     int sessions;
@@ -52,8 +52,8 @@ static const opt_t opts[] = {
     O("--fetch", "fetch", fetch), O("--index-fetch", "index_fetch", index_fetch),
     O("--prefill-mode", "prefill", prefill_mode), O("--store", "store", store),
     O("--k-from-planes", "k_from_planes", k_from_planes), O("--prefetch", "prefetch", prefetch),
-    O("--scan-kernel", "scan_kernel", scan_kernel), O("--winners", "winners", winners),
-    O("--plane-bits", "plane_bits", plane_bits), O("--keys", "keys", keys),
+    O("--plane-scan", "plane_scan", plane_scan), O("--winners", "winners", winners),
+    O("--plane-bits", "plane_bits", plane_bits), O("--key-variances", "key_variances", key_variances),
 };
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
@@ -100,6 +100,11 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
             a->sessions = (int)s;
             continue;
         }
+        static const char *const removed[][2] = {
+            {"--scan-kernel", "--plane-scan coalesced | two_per_thread | token_per_thread (v3, v2, v1)"},
+            {"--keys", "--key-variances '[v0, v1, ...]' (head_dim per-channel variances)"}};
+        for (size_t r = 0; r < sizeof removed / sizeof removed[0]; r++)
+            if (!strcmp(f, removed[r][0])) return cmd_usage_error(&cmd_plan, "%s was removed: use %s", f, removed[r][1]);
         size_t o = 0;
         while (o < N_OPTS && strcmp(opts[o].flag, f)) o++;
         if (o == N_OPTS) return cmd_usage_error(&cmd_plan, "unknown option '%s'", f);
@@ -487,10 +492,10 @@ const cmd_t cmd_plan = {
     "  --store S          sparq storage: 4bit | bf16      --k-from-planes true|false\n"
     "  --prefill T        plan a prefill chunk of T tokens instead of a decode step\n"
     "  --prefill-mode M   exact | sparse                  --prefetch N  layers fetched ahead\n"
-    "  --scan-kernel V    Fathom's plane-scan kernel: v3 (default) | v2 | v1\n"
+    "  --plane-scan V     Fathom's plane-scan kernel: coalesced (default) | two_per_thread | token_per_thread\n"
     "  --winners W        SM winner fetch: repeat (default: mostly the last step's) | new (all new each step)\n"
     "  --plane-bits P     Fathom: plane bits per plan (instead of --budget)\n"
-    "  --keys K           Fathom's key-channel variances: default | kbench (kbench's synthetic keys)\n"
+    "  --key-variances L  Fathom's key-channel variances, '[v0, v1, ...]' (default: log-normal with outliers)\n"
     "  --sessions S       sessions for the footprint total (default 1)\n"
     "  --calib FILE       calibration profile (default " STUDY_DEFAULT_CALIBRATION ", as odsim run; none: presets)\n"
     "  --catalog DIR      catalog directory (default " STUDY_DEFAULT_CATALOG " under the data root: docs/data-root.md)\n"

@@ -212,7 +212,8 @@ static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbse
     const kbrow_t *r = kbset_row(set, i);
     const char *start = kbset_meta(set, r->file_index, "start");   /* kbench: "busy: ..." */
     char *yaml = NULL;
-    int st = probe_scenario(r, x->a->box, x->calib, start && !strncmp(start, "busy", 4), &yaml, e);
+    int st = probe_scenario(r, x->a->box, x->calib, start && !strncmp(start, "busy", 4),
+                            kbset_meta(set, r->file_index, "key_sigma2"), &yaml, e);
     if (st) return st;
     const study_result_t *res = NULL;
     err_t pe;

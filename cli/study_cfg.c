@@ -55,7 +55,7 @@ static const cfg_param_t serving_params[] = {
     P("gathers_exclusive", CFG_T_BOOL, scn_serving_t, gathers_exclusive, "true", 1, 0,
       "GPU ops whose SMs read host memory (SM gathers, zero-copy kernels) and the other kernels take the "
       "GPU in turns, never at once, whatever their streams (kbench pairs: an SM gather with another "
-      "stream's kernel takes their two times less 2-13 us; validation/data/h200-1020-pairs)"),
+      "stream's kernel takes their two times less 2-13 us; run h200-1020-pairs (git history, before e518637))"),
     E("session_streams", scn_serving_t, session_streams, "many", sess_stream_names,
       "a session's copies and kernels on streams of their own (overlapping), or all on one stream"),
     E("latency_from", scn_serving_t, latency_from, "begin", latency_names,
@@ -131,8 +131,20 @@ static const cfg_param_t probe_params[] = {
       "layer_step probes: the step's first op"),
 };
 
+/* Scenario keys that were renamed: using one is an error that names the replacement. */
+static const struct {
+    const char *path, *instead;
+} removed_keys[] = {
+    {"method.scan_kernel", "plane_scan (v3 = coalesced, v1 = token_per_thread, v2 = two_per_thread)"},
+    {"method.keys", "key_variances (a list of head_dim per-channel variances; kbench writes its keys' as the CSV header's key_sigma2)"},
+};
+
 int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e)
 {
+    for (size_t i = 0; root && i < COUNT(removed_keys); i++) {
+        const cfg_node_t *old = cfg_path(root, removed_keys[i].path);
+        if (old) return cfg_error(e, ERR_INVAL, old, "removed: use %s", removed_keys[i].instead);
+    }
     return cfg_bind(root, top_params, COUNT(top_params), out, e);
 }
 int scn_bind_model(const cfg_node_t *n, scn_model_t *out, err_t *e)

@@ -69,6 +69,9 @@ typedef struct study_rep {
 } study_rep_t;
 
 /* The path of a data file: as given when it exists or is absolute, else under the data root. */
+/* Finds the data root, the sweep axes and the points' labels of s (doc and name set). Errors:
+ * ERR_INVAL (a bad axis), ERR_NOMEM. */
+int study_sweep_init(study_t *s, err_t *e);
 char *study_path(const study_t *s, const char *rel);
 int study_point_doc(const study_t *s, size_t i, cfg_doc_t **out, err_t *e);
 

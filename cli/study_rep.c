@@ -246,7 +246,7 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .graph_launch_ps = (sim_ps_t)(rep->cost.graph_launch_s * (double)SIM_PS_PER_S),
         .hw_queues = (uint32_t)pt->serving.hw_queues, .one_stream = pt->serving.session_streams == SCN_STREAMS_ONE,
         .gathers_exclusive = pt->serving.gathers_exclusive,
-        .latency_on_device = pt->serving.latency_from == SCN_LATENCY_DEVICE,
+        .latency_from_queue = pt->serving.latency_from == SCN_LATENCY_DEVICE,
         .timeslice_ps = (sim_ps_t)(rep->cost.timeslice_s * (double)SIM_PS_PER_S),
         .ctx_switch_ps = (sim_ps_t)(rep->cost.ctx_switch_s * (double)SIM_PS_PER_S),
         .copy_handoff_ps = cost_ps(rep->cost.ce_handoff_s),

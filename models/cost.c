@@ -358,7 +358,7 @@ static void sm_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
                     (e < 1 ? (1 - e) / kept_rate : 0);
     }
     /* a sweep's rows go at the sweep's rate as measured: the fetch reads past the cliff at least as
-     * many rows a second as the sweep (validation/data/h200-1121-sweep, h200-1223-plane), so its
+     * many rows a second as the sweep (run h200-1121-sweep (git history, before e518637), h200-1223-plane), so its
      * efficiencies, fitted where bytes bind, scale the byte ceilings only */
     double rows_rate = prefix ? piece / per_row_s : piece * eff / per_row_s;
     op->cost.cap_rate = fmin(c->gather_peak_Bps, blocks_rate) * eff;

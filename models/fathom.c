@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/ref/kref.h"
-
 /* Channel a comes before b: larger gain, then lower index (the order a linear scan would pick). */
 static int before(const double *gain, int a, int b) { return gain[a] > gain[b] || (gain[a] == gain[b] && a < b); }
 
@@ -79,14 +77,6 @@ int fathom_profile_default(int channels, double *sigma2, err_t *e)
         sigma2[j] = exp(2.0 * FATHOM_DEFAULT_LOG_SD * z);
         if (j % every == every / 2) sigma2[j] *= FATHOM_DEFAULT_OUTLIER_FACTOR;
     }
-    return ERR_OK;
-}
-
-int fathom_profile_kbench(int channels, double *sigma2, err_t *e)
-{
-    if (channels != KREF_D)
-        return err_set(e, ERR_INVAL, "fathom: kbench's synthetic keys have %d channels, not %d", KREF_D, channels);
-    for (int j = 0; j < channels; j++) sigma2[j] = (double)kref_key_sigma(j) * (double)kref_key_sigma(j);
     return ERR_OK;
 }
 

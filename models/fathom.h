@@ -21,8 +21,8 @@
  * channel an outlier multiplied by FATHOM_DEFAULT_OUTLIER_FACTOR: the heavy-tailed shape of RoPE'd
  * key channels with a few massive-activation channels. Origin: chosen (not fitted) so that 48 plane
  * bits touch 30–34 of 128 channels on average, as published for Qwen3-8B keys (DESIGN.md); replace it
- * with a measured profile when one exists. The kbench profile (fathom_profile_kbench) is the synthetic
- * keys kbench measured with (kernels/ref/kref.h), for predicting its runs. */
+ * with a measured profile when one exists (method key key_variances: a measured run's CSV header
+ * gives its keys' variances as data). */
 #ifndef ODSIM_MODELS_FATHOM_H
 #define ODSIM_MODELS_FATHOM_H
 
@@ -54,10 +54,6 @@ typedef struct fathom_stats {
     double mean_read_bits;             /* plane bits + 0.25·active, per token per KV head */
     double mean_rel_residual;          /* Σ w 4^−b / Σ w */
 } fathom_stats_t;
-
-/* Fills sigma2[0..channels) with the variances of kbench's synthetic key channels (kref_key_sigma²).
- * Errors: ERR_INVAL (channels other than kbench's 128). */
-int fathom_profile_kbench(int channels, double *sigma2, err_t *e);
 
 /* Statistics over `queries` random plans at a plane-bit budget, each shared by `group` query heads
  * (q_gj ~ N(0,1), GSL mt19937 seeded with seed). Errors: ERR_INVAL, ERR_NOMEM. */

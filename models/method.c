@@ -9,15 +9,15 @@
 
 static const char *const select_names[] = {"kv_head", "query_head", "shared", "default", NULL};
 static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
-const char *const method_store_names[] = {"4bit", "bf16", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
 static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
-static const char *const scan_kernel_names[] = {"v3", "v1", "v2", NULL};
+/* Fathom's plane-scan kernels (kernels/scan_planes.cu): their cost forms are v3 (none), v1, v2 */
+static const char *const plane_scan_names[] = {"coalesced", "token_per_thread", "two_per_thread", NULL};
+static const char *const plane_scan_forms[] = {NULL, "v1", "v2"};
 static const char *const winners_names[] = {"repeat", "new", NULL};
-static const char *const keys_names[] = {"default", "kbench", NULL};
 
 #define P_(key, type, field, dflt, lo, hi, ch, doc) {key, type, offsetof(method_cfg_t, field), dflt, lo, hi, ch, doc}
 static const cfg_param_t method_params[] = {
@@ -42,7 +42,7 @@ static const cfg_param_t method_params[] = {
     P_("store", CFG_T_ENUM, store, "4bit", 1, 0, method_store_names, "sparq storage: 4-bit planes + scales, or bf16 channel-major"),
     P_("fetch", CFG_T_ENUM, fetch, "sm", 1, 0, fetch_names, "winner fetch: SM zero-copy gather or copy-engine batched copy"),
     P_("winners", CFG_T_ENUM, winners, "repeat", 1, 0, winners_names,
-       "SM winner fetch: winners mostly the last step's (repeat: address translations as kbench's re-read rows) or all new each step (new: every row a first touch, slower past 512 MiB)"),
+       "SM winner fetch: winners mostly the last step's (repeat: their address translations cached from the step before) or all new each step (new: every row a first touch, slower past 512 MiB)"),
     P_("index_fetch", CFG_T_ENUM, index_fetch, "auto", 1, 0, index_fetch_names,
        "index fetch: SM gather, or copy engine (contiguous; for per-query planes one 2D copy per KV head and channel); auto: sm for sparq and fathom, else ce"),
     P_("prefill", CFG_T_ENUM, prefill, "exact", 1, 0, prefill_names, "prefill chunks: exact (all K/V) or sparse (scan per chunk)"),
@@ -52,12 +52,12 @@ static const cfg_param_t method_params[] = {
     P_("tier", CFG_T_ENUM, tier, "dram", 1, 0, tier_names, "where host-side K/V and index live: host DRAM or the CXL tier"),
     P_("kv_placement", CFG_T_ENUM, kv_placement, "host", 1, 0, kv_place_names,
        "K/V offloaded to the host (read over the link), or kept whole in HBM (winners read in place)"),
-    P_("scan_kernel", CFG_T_ENUM, scan_kernel, "v3", 1, 0, scan_kernel_names,
-       "Fathom's plane-scan kernel as kbench numbers them: v3 (the steps'), v2 (batched loads), v1 (a thread per token)"),
+    P_("plane_scan", CFG_T_ENUM, plane_scan, "coalesced", 1, 0, plane_scan_names,
+       "Fathom's plane-scan kernel: coalesced (32 tokens per lane, 128-byte plane rows), two_per_thread, token_per_thread"),
     P_("plane_bits", CFG_T_INT, plane_bits, "0", 0, 4096, NULL,
        "Fathom: plane bits per plan, fixed (budget then follows: their mean reads with scales); 0: the largest whose mean reads meet budget"),
-    P_("keys", CFG_T_ENUM, keys, "default", 1, 0, keys_names,
-       "Fathom's key-channel variances: default (log-normal with outliers, chosen: 48 plane bits touch 30-34 of 128 channels) or kbench (the synthetic keys kbench measured with, kernels/ref/kref.h)"),
+    P_("key_variances", CFG_T_NODE, key_variances_node, NULL, 1, 0, NULL,
+       "Fathom: the variance of each key channel, a list of head_dim positive numbers (measured keys, or a measured run's key_sigma2 header line); absent: log-normal with outliers (chosen: 48 plane bits touch 30-34 of 128 channels)"),
     P_("seed", CFG_T_INT, seed, "1", 0, 1e18, NULL, "seed of the Fathom planner's statistics"),
     P_("queries", CFG_T_INT, queries, "512", 16, 1e7, NULL, "queries sampled by the Fathom planner's statistics"),
 };
@@ -71,12 +71,31 @@ static void params_now(cfg_param_t *out)
     out[0].choices = method_names();
 }
 
+static int bind_key_variances(const cfg_node_t *n, method_cfg_t *out, err_t *e)
+{
+    if (!n) return ERR_OK;
+    if (cfg_kind(n) != CFG_SEQ || cfg_size(n) < 1 || cfg_size(n) > METHOD_MAX_CHANNELS)
+        return cfg_error(e, ERR_INVAL, n, "expected a list of 1 to %d per-channel variances", METHOD_MAX_CHANNELS);
+    out->n_key_variances = (int)cfg_size(n);
+    for (size_t i = 0; i < cfg_size(n); i++) {
+        const cfg_node_t *v = cfg_at(n, i);
+        int rc = cfg_double(v, &out->key_variances[i], e);
+        if (rc) return rc;
+        if (!(out->key_variances[i] > 0))
+            return cfg_error(e, ERR_RANGE, v, "a channel's variance must be positive, not %g", out->key_variances[i]);
+    }
+    return ERR_OK;
+}
+
 int method_cfg_bind(const cfg_node_t *node, method_cfg_t *out, err_t *e)
 {
     cfg_param_t params[N_METHOD_PARAMS];
     params_now(params);
     memset(out, 0, sizeof *out);
-    return cfg_bind(node, params, N_METHOD_PARAMS, out, e);
+    int rc = cfg_bind(node, params, N_METHOD_PARAMS, out, e);
+    if (!rc) rc = bind_key_variances(out->key_variances_node, out, e);
+    out->key_variances_node = NULL;   /* read: the document need not outlive the configuration */
+    return rc;
 }
 
 void method_cfg_describe(FILE *fp)
@@ -151,22 +170,6 @@ static int parse_placement(method_t *mt, err_t *e)
     return check_dense_placement(mt, e);
 }
 
-double method_plane_bits(double channels, int t)
-{
-    double bits = channels * fmax(0.0, FATHOM_MAX_BITS - t);
-    return t == 0 ? bits + channels * FATHOM_SCALE_BITS : bits;
-}
-
-int method_fixed_budget(const method_cfg_t *c, const char *name, double fixed, const char *what, method_index_t *ix,
-                        err_t *e)
-{
-    if (c->budget_bits != 0 && fabs(c->budget_bits - fixed) > 1e-9)
-        return err_set(e, ERR_INVAL, "%s reads %g index bits per token per KV head for this model%s; budget %g cannot be asked",
-                       name, fixed, what, c->budget_bits);
-    ix->budget_bits = ix->stored_bits = fixed;
-    return ERR_OK;
-}
-
 /* Whether the method's table names scan form `form` (models/cost.h: <family>_<form>). */
 static bool has_form(const method_ops_t *ops, const char *form)
 {
@@ -204,22 +207,25 @@ static int resolve_selection(method_t *mt, err_t *e)
         return err_set(e, ERR_INVAL, "chunk %lld: a chunk holds whole 64-token scale blocks (a multiple of 64)", (long long)c->chunk);
     if (c->k_from_planes && ops->reads_all)
         return err_set(e, ERR_INVAL, "k_from_planes: %s reads every K row, there are no winners", ops->name);
-    if ((c->plane_bits || c->keys) && !ops->planner)
-        return err_set(e, ERR_INVAL, "%s: plane_bits and keys set Fathom's planner, not %s's", c->plane_bits ? "plane_bits" : "keys",
+    if ((c->plane_bits || c->n_key_variances) && !ops->planner)
+        return err_set(e, ERR_INVAL, "%s: plane_bits and key_variances set Fathom's planner, not %s's",
+                       c->plane_bits ? "plane_bits" : "key_variances", ops->name);
+    if (c->n_key_variances && c->n_key_variances != mt->m.head_dim)
+        return err_set(e, ERR_INVAL, "key_variances: %d channels given, %s's keys have %d", c->n_key_variances, mt->m.name,
+                       mt->m.head_dim);
+    if (c->plane_scan && !has_form(ops, plane_scan_forms[c->plane_scan]))
+        return err_set(e, ERR_INVAL, "plane_scan %s: a plane-scan kernel of Fathom's, not %s's", plane_scan_names[c->plane_scan],
                        ops->name);
-    if (c->scan_kernel && !has_form(ops, scan_kernel_names[c->scan_kernel]))
-        return err_set(e, ERR_INVAL, "scan_kernel %s: kbench numbers Fathom's plane-scan kernels only, not %s's",
-                       scan_kernel_names[c->scan_kernel], ops->name);
-    if (c->scan_kernel && mt->select == SELECT_QUERY_HEAD)
-        return err_set(e, ERR_INVAL, "scan_kernel %s with select query_head: Fathom's per-query-head scan is one kernel of its own",
-                       scan_kernel_names[c->scan_kernel]);
+    if (c->plane_scan && mt->select == SELECT_QUERY_HEAD)
+        return err_set(e, ERR_INVAL, "plane_scan %s with select query_head: Fathom's per-query-head scan is one kernel of its own",
+                       plane_scan_names[c->plane_scan]);
     return ERR_OK;
 }
 
 const char *method_scan_form(const method_t *mt)
 {
     if (mt->select == SELECT_QUERY_HEAD && has_form(mt->ops, "qh")) return "qh";
-    return mt->cfg.scan_kernel ? scan_kernel_names[mt->cfg.scan_kernel] : NULL;
+    return plane_scan_forms[mt->cfg.plane_scan];
 }
 
 int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e)

@@ -45,6 +45,9 @@ typedef enum { PLACE_HOST = 0, PLACE_HBM, PLACE_LAYERS, PLACE_PLANES } method_pl
 typedef enum { KV_HOST = 0, KV_HBM } method_kv_place_t;
 
 /* A method as a scenario or the command line gives it (cfg_bind; see method_cfg_describe). */
+/* The most key channels a key_variances list may give (head_dim of the catalog's models ≤ 256). */
+#define METHOD_MAX_CHANNELS 512
+
 typedef struct method_cfg {
     int method;             /* kind: the method's place in the registry (models/method_ops.h) */
     double budget_bits;     /* index bits read per token per KV head; 0: the method's default */
@@ -68,9 +71,11 @@ typedef struct method_cfg {
     int64_t prefetch;       /* index/KV buffers per layer ahead of use (≥ 1: prefetch a layer early) */
     int tier;               /* method_tier_t: where host-side K/V and index live */
     int kv_placement;       /* method_kv_place_t: K/V offloaded to the host, or kept whole in HBM */
-    int scan_kernel;        /* 0: v3 (the steps' plane-scan kernel), 1: v1, 2: v2 (kbench's others; Fathom) */
+    int plane_scan;         /* Fathom's plane-scan kernel: 0 coalesced, 1 token per thread, 2 two per thread */
     int64_t plane_bits;     /* Fathom: plane bits per plan (0: from the budget) */
-    int keys;               /* Fathom's key-channel variances: 0 default profile, 1 kbench's synthetic keys */
+    const cfg_node_t *key_variances_node; /* bound, then read into key_variances (NULL after method_cfg_bind) */
+    int n_key_variances;    /* Fathom's key-channel variances given (0: the default profile) */
+    double key_variances[METHOD_MAX_CHANNELS];
     int64_t seed;           /* Fathom statistics seed */
     int64_t queries;        /* Fathom statistics queries */
 } method_cfg_t;
@@ -93,7 +98,8 @@ const method_cfg_t *method_cfg(const method_t *mt);
 const char *method_name(const method_t *mt);
 const llm_t *method_llm(const method_t *mt);
 /* The form of the scan when it is not the method's usual one, as models/cost.h names them: "v1" or
- * "v2" (kbench's other plane-scan kernels), "qh" (Fathom scoring each query head apart); else NULL. */
+ * "v2" (Fathom's token-per-thread and two-per-thread plane scans), "qh" (Fathom scoring each query
+ * head apart); else NULL. */
 const char *method_scan_form(const method_t *mt);
 
 /* The resolved selection and layout (defaults filled in), union factor, and budget. */

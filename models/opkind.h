@@ -1,5 +1,5 @@
-/* opkind — the names of op kinds, shared by the plan providers, the calibration profile and the kbench
- * CSVs (kbench writes the same strings in its `op` column; a test checks every committed row). */
+/* opkind — the names of op kinds, shared by the plan providers, the calibration profile and measured
+ * CSVs (whose `op` column uses the same strings; a test checks every committed row). */
 #ifndef ODSIM_MODELS_OPKIND_H
 #define ODSIM_MODELS_OPKIND_H
 

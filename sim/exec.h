@@ -89,9 +89,9 @@ typedef struct exec_config {
     double jitter_gather_abs_s, jitter_gather_rel; /* the same for GPU ops moving host bytes (their SMs
                                   * read host memory: gathers, zero-copy kernels), whose times vary most */
     uint64_t jitter_seed;        /* the jitter's random stream */
-    bool latency_on_device;      /* a plan's latency runs from when an event recorded in its stream
-                                  * before its first op fires (CUDA events, kbench): its beginning, or
-                                  * later when that op waited behind its hardware queue */
+    bool latency_from_queue;     /* a plan's latency runs from when its first op reaches the head of
+                                  * its hardware queue (what an event recorded in a CUDA stream before
+                                  * it measures), not from when the session begins the plan */
     /* Pools by GPU (HBM) and the host pool; -1 for none (memory not tracked). */
     const sim_pool_t *hbm_pool;  /* n_gpus entries, or NULL */
     sim_pool_t host_pool;

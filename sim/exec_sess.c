@@ -112,13 +112,13 @@ int exec_open_turn_slo(const sess_t *s, sim_ps_t now)
     return c->slo_turn_tps <= 0 || (double)(done - 1) / rest >= c->slo_turn_tps;
 }
 
-/* A plan of s begun at t_begin is done; its latency counts from t_window with latency_on_device
+/* A plan of s begun at t_begin is done; its latency counts from t_window with latency_from_queue
  * (the session's time in decode, its tokens/s, from t_begin all the same). */
 void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
 {
     exec_t *x = s->x;
     sim_ps_t now = sim_now(x->sim);
-    double dt_s = ps_to_s(now - (x->cfg.latency_on_device ? t_window : t_begin));
+    double dt_s = ps_to_s(now - (x->cfg.latency_from_queue ? t_window : t_begin));
     err_t e;
     if (s->prov.ops->completed && s->prov.ops->completed(s->prov.self, &s->env, &s->req, &e)) { exec_fail_err(x, &e); return; }
     s->plans++;

@@ -8,6 +8,7 @@
 
 #include "models/method_ops.h"
 #include "models/opkind.h"
+#include "sim/exec.h"
 
 static void put_q(FILE *fp, const char *s)
 {
@@ -74,9 +75,9 @@ static int method_with(bool (*trait)(const method_ops_t *))
     return kind;
 }
 
-int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, char **out, err_t *e)
+int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, const char *key_sigma2,
+                   char **out, err_t *e)
 {
-    static const char *const modes[] = {"streams", "processes", "mps", "lockstep", "continuous", NULL};
     static const char *const layouts[] = {"split", "interleaved", "token", "page", NULL};
     char *buf = NULL;
     size_t len = 0;
@@ -121,12 +122,27 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     const method_ops_t *ops = method_ops_at(kind);
     fputs("method: {method: ", fp);
     put_q(fp, ops->name);
-    /* kbench plans Fathom over its own synthetic keys (kernels/ref/kref.h) at a fixed plane budget:
-     * its wf_plan rows name that budget, its other rows label it with the scales it brings, 8 bits
-     * more (kernels/step.cu: FATHOM_PLANE_BITS + 8) */
+    /* kbench plans Fathom over its own synthetic keys, whose variances its CSV header gives, at a
+     * fixed plane budget: its wf_plan rows name that budget, its other rows label it with the scales
+     * it brings, 8 bits more (kernels/kbench/step.cu: FATHOM_PLANE_BITS + 8) */
     if (ops->planner && r->bits > (r->op == OPKIND_WF_PLAN ? 0 : 8)) {
         put_num(fp, "plane_bits", r->op == OPKIND_WF_PLAN ? r->bits : r->bits - 8);
-        fputs(", keys: kbench", fp);
+        if (!key_sigma2 || !*key_sigma2) {
+            fclose(fp);
+            free(buf);
+            return err_set(e, ERR_INVAL, "%s:%d: a planned Fathom row, and the file's header gives no key_sigma2 line", r->file,
+                           r->line);
+        }
+        fputs(", key_variances: [", fp);
+        const char *p = key_sigma2;
+        for (int n = 0;; n++) {
+            p += strspn(p, " \t");
+            size_t w = strcspn(p, " \t");
+            if (!w) break;
+            fprintf(fp, "%s%.*s", n ? ", " : "", (int)w, p);
+            p += w;
+        }
+        fputc(']', fp);
     } else if (r->bits > 0 && !ops->budget_fixed)
         put_num(fp, "budget", r->bits);
     if (r->k > 0 && !ops->reads_all) put_num(fp, "k", r->k);
@@ -135,7 +151,9 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     /* kbench's other numbered plane-scan kernels ("...;kernelN") and its Fathom scan of each query
      * head apart (a kernels-suite scan row of several query heads; in steps qheads is the group) */
     const char *kn = strstr(r->layout, ";kernel");
-    if (kn && ops->scan_forms) fprintf(fp, ", scan_kernel: v%d", atoi(kn + 7));
+    static const char *const plane_scans[] = {NULL, "token_per_thread", "two_per_thread"};
+    int kv = kn ? atoi(kn + 7) : 0;
+    if (kv >= 1 && kv <= 2 && ops->scan_forms) put_str(fp, "plane_scan", plane_scans[kv]);
     bool kernels_scan = r->op == OPKIND_SCAN && !strcmp(r->suite, "kernels");
     if (kernels_scan && ops->scan_forms && r->qheads > 1) select = "query_head";
     if (select) put_str(fp, "select", select);
@@ -169,7 +187,7 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (!strcmp(mode, "procs")) snprintf(mode, sizeof mode, "processes");
     /* kbench runs each session on one CUDA stream and times it with events recorded in that stream. */
     fputs("serving: {session_streams: one, latency_from: device", fp);
-    if (one_of(mode, modes)) fprintf(fp, ", mode: %s", mode);
+    if (one_of(mode, exec_mode_names)) fprintf(fp, ", mode: %s", mode);
     fputs("}\n", fp);
     const char *what = r->op == OPKIND_LAYER_STEP ? "layer_step" : r->op == OPKIND_SESSION_STEP ? "session_step" : "op";
     fprintf(fp, "workload:\n  kind: probe\n  probe: {what: %s", what);

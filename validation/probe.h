@@ -37,7 +37,10 @@
 /* Writes the scenario for r into *out (heap, NUL-terminated; caller frees). box names the
  * hardware preset, calib_path the profile; busy_start: r's file says its step repetitions start with
  * the GPU busy (kbench's `# start: busy...` header), so no stage's launch, and not the step's first,
- * falls in the timed window (launch_hidden). Errors: ERR_NOMEM. */
-int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, char **out, err_t *e);
+ * falls in the timed window (launch_hidden); key_sigma2: the header's `key_sigma2` value (the
+ * variances of the synthetic key channels kbench planned Fathom over; NULL when absent).
+ * Errors: ERR_NOMEM, ERR_INVAL (a planned Fathom row and no key_sigma2). */
+int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bool busy_start, const char *key_sigma2,
+                   char **out, err_t *e);
 
 #endif

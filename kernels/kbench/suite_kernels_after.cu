@@ -58,7 +58,7 @@ static void after_scan(ks_t *K, int kind, size_t n, const after_bufs_t *b, cudaS
  * after an L2 flush and the step suite's lead spin, so that the kernel and what follows it are
  * queued before it runs. In a step every kernel runs 0.3-1.8 us longer than the suite times it
  * alone, and the GEMMs queued behind it are what does it: right before it, with or without a spin
- * or an idle gap between, they do not (validation/data/h200-2045-next, h200-2153-gap, h200-2157-behind).
+ * or an idle gap between, they do not (run h200-2045-next (git history, before e518637), h200-2153-gap, h200-2157-behind).
  * Per-token 136's and HashAttention's scans from HBM at 32K, 128K and 256K, and attention over
  * winners just written (a memset after the flush, untimed: as after the step's gather), 8 KV heads
  * at g = 4 and 32 query heads at g = 1, k = 2048; and the radix top-k over 8 rows at the same n,

@@ -3,6 +3,7 @@
  * plane-bit budget whose mean reads meet the budget, then k rows. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "models/methods/builtin.h"
 
 static const char *const forms[] = {"v1", "v2", "qh", NULL};
@@ -22,7 +23,9 @@ static int resolve(const method_cfg_t *c, const llm_t *m, double kv_bytes, metho
     ix->planes = ix->planned = true;
     double *s2 = malloc((size_t)ch * sizeof *s2);
     if (!s2) return err_set(e, ERR_NOMEM, "method: out of memory");
-    int rc = c->keys ? fathom_profile_kbench(ch, s2, e) : fathom_profile_default(ch, s2, e);
+    int rc = ERR_OK;
+    if (c->n_key_variances == ch) memcpy(s2, c->key_variances, (size_t)ch * sizeof *s2);
+    else rc = fathom_profile_default(ch, s2, e);
     if (!rc && c->plane_bits > 0)
         rc = fathom_stats(s2, ch, group, (int)c->plane_bits, (int)c->queries, (uint64_t)c->seed, &ix->fs, e);
     else if (!rc)

@@ -44,6 +44,9 @@ expect 1 "no held-out cases in the groups 'nosuch'" -- $odsim validate validatio
 expect 2 "--repeat needs a value" -- $odsim validate validation/data/h200 --repeat
 # a method the model cannot resolve: its message, not a crash (the provider once freed an unset pointer)
 expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32K --method pertoken --layout page
-expect 1 "Fathom's plane-scan kernels only" -- $odsim plan --model qwen3-8b --context 32K --method sparq --scan-kernel v1
+expect 1 "a plane-scan kernel of Fathom's, not sparq's" -- $odsim plan --model qwen3-8b --context 32K --method sparq --plane-scan token_per_thread
+expect 2 "use --plane-scan" -- $odsim plan --model qwen3-8b --context 32K --method fathom --scan-kernel v1
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom, keys: kbench}\n' > "$tmp/keys.yaml"
+expect 1 "key 'method.keys': removed: use key_variances" -- $odsim run "$tmp/keys.yaml"
 [ $fail -eq 0 ] || exit 1
 echo "bad input: every case failed cleanly with its message"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "kernels/ref/kref.h"
 #include "models/method.h"
 #include "models/opkind.h"
 #include "models/provider.h"
@@ -106,7 +107,12 @@ Test(bytes, fathom_56_reads_2_09_GB_at_1M)
     cr_expect_eq(s.n_kind[OPKIND_WF_PLAN], 36);
     /* kbench's plans: 48 plane bits over its synthetic keys touch ~35.05 channels (281 of 8 heads
      * measured), whose scales bring 35.05/4 bits: 56.76 read */
-    plan_sums("qwen3-8b", "method: fathom\nplane_bits: 48\nkeys: kbench", (uint64_t)n, 1, PLAN_DECODE, &s, &budget);
+    char yaml[8192];
+    int at = snprintf(yaml, sizeof yaml, "method: fathom\nplane_bits: 48\nkey_variances: [");
+    for (int j = 0; j < KREF_D; j++)
+        at += snprintf(yaml + at, sizeof yaml - (size_t)at, "%s%.9g", j ? ", " : "", (double)kref_key_sigma(j) * kref_key_sigma(j));
+    snprintf(yaml + at, sizeof yaml - (size_t)at, "]");
+    plan_sums("qwen3-8b", yaml, (uint64_t)n, 1, PLAN_DECODE, &s, &budget);
     cr_expect(fabs(budget - 56.76) < 0.15, "mean reads %g bits", budget);
     cr_expect_float_eq(s.index, budget / 8 * n * H * L, 1e-6);
 }
@@ -203,14 +209,17 @@ Test(bytes, invalid_combinations_are_errors)
                          "method: dense\nbudget: 8",
                          "method: pertoken\nplacement: \"layers:3-1\"",
                          "method: pertoken\nplacement: \"layers:0-36\"",
-                         "method: sparq\nscan_kernel: v1",
-                         "method: fathom\nscan_kernel: v2\nselect: query_head",
-                         "method: fathom\nscan_kernel: v4",
+                         "method: sparq\nplane_scan: token_per_thread",
+                         "method: fathom\nplane_scan: two_per_thread\nselect: query_head",
+                         "method: fathom\nplane_scan: v4",
+                         "method: fathom\nscan_kernel: v1",
                          "method: fathom\nbudget: 56\nplane_bits: 48",
                          "method: fathom\nplane_bits: 513",
                          "method: sparq\nplane_bits: 64",
-                         "method: pertoken\nkeys: kbench",
-                         "method: fathom\nkeys: kbnech"};
+                         "method: pertoken\nkey_variances: [1, 2]",
+                         "method: fathom\nkey_variances: [1, 2]",
+                         "method: fathom\nkey_variances: 3",
+                         "method: fathom\nkeys: kbench"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_t e;
         cfg_doc_t *d;

@@ -352,7 +352,7 @@ Test(cost, scan_takes_its_familys_parameters)
     set(t.cal, "scan_fathom_qh_latency_us", 13);
     static const struct { const char *yaml; double lat_us; } cases[5] = {
         {"method: landmark\npage: 16", 7}, {"method: hashattn", 5}, {"method: fathom\nplacement: hbm", 6},
-        {"method: fathom\nscan_kernel: v1", 11}, {"method: fathom\nselect: query_head", 13}};
+        {"method: fathom\nplane_scan: token_per_thread", 11}, {"method: fathom\nselect: query_head", 13}};
     for (int c = 0; c < 5; c++) {
         plan_t plan;
         provider_t *p = build(&t, cases[c].yaml, 65536, &plan);

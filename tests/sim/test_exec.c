@@ -177,7 +177,7 @@ Test(exec, processes_take_time_slices_and_pay_switches)
         world_init(&w, EXEC_PROCESSES, 0);
         world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
                              .timeslice_ps = 2500000 * SIM_PS_PER_US, .ctx_switch_ps = 500000 * SIM_PS_PER_US,
-                             .latency_on_device = dev});
+                             .latency_from_queue = dev});
         w.toy.n_ops = 4;
         toy_t toys[2];
         add_sessions(&w, 2, toys, 1);
@@ -412,7 +412,7 @@ Test(exec, launches_overlap_execution)
 /* Two sessions as streams, each a chain of two 1 s ops on a resource of its own (nothing shared).
  * The launch thread issues A1 A2 B1 B2 (a plan's launches back to back). With one hardware queue B1
  * waits behind A2 until A2 starts (at 1 s), so B runs 1..3 s; its step is 3 s from its beginning,
- * 2 s from when an event before B1 would fire (latency_on_device). With two queues, or one per
+ * 2 s from when an event before B1 would fire (latency_from_queue). With two queues, or one per
  * stream (0), both take 2 s. */
 Test(exec, hardware_queues_serialise_falsely)
 {
@@ -422,7 +422,7 @@ Test(exec, hardware_queues_serialise_falsely)
             world_t w;
             world_init(&w, EXEC_STREAMS, 0);
             world_config(&w, (exec_config_t){.mode = EXEC_STREAMS, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
-                                 .hw_queues = queues[q], .latency_on_device = dev});
+                                 .hw_queues = queues[q], .latency_from_queue = dev});
             w.toy.n_ops = 2;
             toy_t toys[2];
             add_sessions(&w, 2, toys, 1);

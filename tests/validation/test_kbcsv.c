@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/ref/kref.h"
 #include "tests/validation/synth.h"
 #include "validation/kbcsv.h"
 
@@ -250,4 +251,28 @@ Test(kbcsv, match_pairs_the_same_cases_of_two_runs)
     kbset_free(b);
     free(ta);
     free(tb);
+}
+
+/* The key variances each committed primary CSV gives in its header are the synthetic keys' that
+ * kbench planned Fathom over (kernels/ref/kref.h), to the 9 digits it prints: validate reads them
+ * as data, so a kbench that changed its keys without its header would be caught here. */
+Test(kbcsv, committed_headers_give_kbenchs_key_variances)
+{
+    kbset_t *s = NULL;
+    err_t e;
+    cr_assert_eq(kbset_load_dir("validation/data/h200", NULL, &s, &e), 0, "%s", e.msg);
+    for (size_t f = 0; f < kbset_n_files(s); f++) {
+        const char *v = kbset_meta(s, f, "key_sigma2");
+        cr_assert(v, "file %zu lacks key_sigma2", f);
+        char *end;
+        for (int j = 0; j < KREF_D; j++, v = end) {
+            double x = strtod(v, &end);
+            cr_assert(end != v, "file %zu: %d values, not %d", f, j, KREF_D);
+            double want = (double)kref_key_sigma(j) * kref_key_sigma(j);
+            cr_expect(fabs(x - want) <= 1e-7 * want, "channel %d: %.9g, kref %.9g", j, x, want);
+        }
+        while (*v == ' ') v++;
+        cr_expect_eq(*v, '\0', "more than %d values", KREF_D);
+    }
+    kbset_free(s);
 }

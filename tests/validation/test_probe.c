@@ -41,7 +41,7 @@ static char *scenario_busy(const kbrow_t *r, bool busy_start)
 {
     char *y = NULL;
     err_t e;
-    cr_assert_eq(probe_scenario(r, "h200-1", "models/calib/h200.yaml", busy_start, &y, &e), 0, "%s", e.msg);
+    cr_assert_eq(probe_scenario(r, "h200-1", "models/calib/h200.yaml", busy_start, "0.5 2 0.25", &y, &e), 0, "%s", e.msg);
     cfg_doc_t *d = NULL;
     cr_assert_eq(cfg_parse_string("probe.yaml", y, strlen(y), &d, &e), 0, "%s\n%s", e.msg, y);
     cfg_free(d);
@@ -59,15 +59,19 @@ Test(probe, fathom_rows_plan_as_kbench_did)
     r.op = OPKIND_LAYER_STEP;
     r.model = "qwen3-8b";
     char *y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"fathom\", plane_bits: 48, keys: kbench, k: 2048"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"fathom\", plane_bits: 48, key_variances: [0.5, 2, 0.25], k: 2048"), "%s", y);
     cr_assert(!strstr(y, "budget:"), "%s", y);
     free(y);
     r.op_name = "wf_plan";
     r.op = OPKIND_WF_PLAN;
     r.bits = 96;
     y = scenario_of(&r);
-    cr_assert(strstr(y, "plane_bits: 96, keys: kbench"), "%s", y);
+    cr_assert(strstr(y, "plane_bits: 96, key_variances: [0.5, 2, 0.25]"), "%s", y);
     free(y);
+    /* a header without the keys' variances cannot predict a planned row */
+    err_t e;
+    cr_expect_eq(probe_scenario(&r, "h200-1", "models/calib/h200.yaml", false, NULL, &y, &e), ERR_INVAL);
+    cr_expect(strstr(e.msg, "key_sigma2"), "%s", e.msg);
 }
 
 Test(probe, layer_step_of_a_kbench_method)
