@@ -17,58 +17,9 @@
  * prediction notes which parameters it used (calib_note): the profile remembers those used outside
  * their range or whose origin is "assumed", for reports.
  *
- * Parameter names (units in the name) and the forms that use them (models/cost.h):
- *   h2d_GBps, d2h_GBps, duplex_GBps  link capacities per direction and both at once (resources)
- *   hbm_GBps, bf16_TFLOPS, fp8_TFLOPS, host_dram_GBps, cxl_read_GBps, cxl_write_GBps  (resources)
- *   ce_latency_us         copy-engine setup per copy op: t = ce_latency + rows*ce2d_row_ns + bytes/link
- *                         (predictor: bytes per copy)
- *   ce2d_row_ns           per row of a cudaMemcpy2DAsync (predictor: row bytes)
- *   ce2d_page_row_ns      per row of 2D copies whose rows lie a host page or more apart (predictor: rows)
- *   ce2d_copy_us          per further 2D copy of a strided chain (one per head and index channel)
- *   ce_b2b_gap_us         per further copy of a 1D chain issued back to back (fitted and reported; the
- *                         strided 2D chains take ce2d_copy_us)
- *   cebatch_piece_us      per piece of cudaMemcpyBatchAsync: t = ce_latency + pieces*piece + bytes/link
- *                         (predictor: piece bytes)
- *   ce_weight             max-min weight of copy-engine flows on shared constraints
- *   gather_latency_us     fixed time of an SM zero-copy gather
- *   gather_peak_GBps      gather ceiling: rate = min(peak, blocks*block, rows(region)*row_bytes)
- *   gather_block_GBps     per block in flight (predictor: blocks)
- *   gather_blocks         blocks a gather keeps in flight
- *   gather_rows_Mps_256MiB, _1GiB, _4GiB, _16GiB  row rate by region spanned, log-log interpolated,
- *                         flat below 256 MiB and beyond 16 GiB (beyond: noted as outside range);
- *                         predictor: row bytes
- *   gather_weight         max-min weight of gathers against copy-engine flows
- *   gather_duplex_coef    duplex units a gathered byte consumes (interference with D2H)
- *   kernel_latency_us, kernel_mem_eff, kernel_compute_eff
- *                         kernels: t = latency + max(bytes/(eff*hbm), flops/(eff*peak))
- *   <kind>_latency_us, <kind>_mem_eff for kind scan, attn_sparse, attn_dense, attn_tail, quantize,
- *                         wf_plan: the same per kernel kind; scan_<family>_* per method's scan
- *                         and Fathom's other scan kernels (models/cost.h); attn_sparse_l2_* over winners still in L2 (its own rate)
- *   attn_combine_latency_us, attn_combine_split_ns (and _l2_: partials still in L2)  split-K combine:
- *                         t = latency + splits*split; attn_split_blocks_per_sm, attn_split_min_rows
- *                         the split count (configuration)
- *   topk_latency_us, topk_elem_ns, topk_elem_l2_ns, topk_winner_ns, topk_winner_row_ns  top-k: t =
- *                         latency + elem*(scores per block) (elem_l2 when the rows' scores fit in L2)
- *                         + winner*(rows' warps holding a winner) + winner_row*(one row's); blocks per row from topk_block_elems
- *                         and topk_blocks_per_sm (configuration)
- *   ce_handoff_us         a kernel waiting on a copy starts this long after the copy ends, on average
- *   ce_handoff_spread_us  run.jitter: each hand-off uniform over ce_handoff_us ± half this
- *   event_us              a kernel right behind one of another step stage, with no event between,
- *                         takes its fixed time less this (cost_chain_events)
- *   gemm_latency_us       GEMMs' fixed time, per cuBLAS kernel
- *   gemm_mem_eff, gemm_compute_eff  projections/MLP/LM head by batch B: t = latency +
- *                         max(W/(eff*hbm), B*tokens*flops_per_token/(eff*peak)) (predictor: batch)
- *   launch_us, copy_launch_us, graph_launch_us  host CPU per kernel launch, copy issue, graph launch
- *   timeslice_us, ctx_switch_us  separate processes: how long a context keeps the GPU while others
- *                         wait, and the GPU's idle time when it passes to another context
- *   jitter_us, jitter_rel  run.jitter: an op's p99 exceeds its median by jitter_us + jitter_rel·t
- *   jitter_copy_*, jitter_gather_*  the same for copies over the host link, and for kernels whose
- *                         SMs read host memory (gathers, zero-copy kernels)
- *   topk_passes           times top-k reads its scores from HBM (configuration)
- *   l2_dirty_frac, l2_writeback_eff  the lines a layer's kernels write stay dirty in the L2 up to
- *                         l2_dirty_frac·l2_bytes (cost_l2_pass); the GEMM after them writes them back
- *                         at l2_writeback_eff·hbm_GBps (cost_l2_writeback)
- *   sample_us             sampling per step */
+ * Parameter names (units in the name), bounds and meanings are declared once: the cost forms' in
+ * models/cost_params.c (beside models/cost.h's formulas), the hardware facts' in models/hwcat.c;
+ * `odsim params` prints both. */
 #ifndef ODSIM_MODELS_CALIB_H
 #define ODSIM_MODELS_CALIB_H
 

@@ -92,65 +92,32 @@ static int kinds_init(cost_t *c, calib_t *cal, err_t *e)
 
 int cost_init(cost_t *c, calib_t *cal, err_t *e)
 {
-    static const struct { const char *name; size_t off; double scale; } map[] = {
+    /* the hardware facts it needs, declared with the presets (models/hwcat.c) */
+    static const struct { const char *name; size_t off; double scale; } facts[] = {
 #define F(n, field, s) {n, offsetof(cost_t, field), s}
         F("h2d_GBps", h2d_Bps, 1e9), F("d2h_GBps", d2h_Bps, 1e9), F("hbm_GBps", hbm_Bps, 1e9),
-        F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12),
-        F("ce_latency_us", ce_latency_s, 1e-6), F("ce2d_copy_us", ce2d_copy_s, 1e-6), F("ce_handoff_us", ce_handoff_s, 1e-6), F("ce_handoff_spread_us", ce_handoff_spread_s, 1e-6), F("ce2d_row_ns", ce2d_row_s, 1e-9), F("ce2d_page_row_ns", ce2d_page_row_s, 1e-9),
-        F("cebatch_piece_us", cebatch_piece_s, 1e-6), F("ce_weight", ce_weight, 1),
-        F("gather_latency_us", gather_latency_s, 1e-6), F("gather_peak_GBps", gather_peak_Bps, 1e9),
-        F("gather_block_GBps", gather_block_Bps, 1e9), F("gather_blocks", gather_blocks, 1),
-        F("gather_warm_rows", gather_warm_rows, 1), F("prefix_gather_latency_us", prefix_latency_s, 1e-6),
-        F("prefix_gather_eff", prefix_eff, 1), F("zc_scan_eff", zc_scan_eff, 1), F("host_page_bytes", host_page_bytes, 1),
-        F("gather_weight", gather_weight, 1), F("gather_duplex_coef", gather_duplex_coef, 1),
-        F("kernel_latency_us", kernel_latency_s, 1e-6), F("kernel_mem_eff", kernel_mem_eff, 1),
-        F("kernel_compute_eff", kernel_compute_eff, 1), F("gemm_mem_eff", gemm_mem_eff, 1),
-        F("gemm_compute_eff", gemm_compute_eff, 1), F("launch_us", launch_s, 1e-6),
-        F("copy_launch_us", copy_launch_s, 1e-6), F("graph_launch_us", graph_launch_s, 1e-6), F("timeslice_us", timeslice_s, 1e-6), F("ctx_switch_us", ctx_switch_s, 1e-6),
-        F("jitter_us", jitter_s, 1e-6), F("jitter_rel", jitter_rel, 1),
-        F("jitter_copy_us", jitter_copy_s, 1e-6), F("jitter_copy_rel", jitter_copy_rel, 1),
-        F("jitter_gather_us", jitter_gather_s, 1e-6), F("jitter_gather_rel", jitter_gather_rel, 1),
-        F("topk_passes", topk_passes, 1), F("sample_us", sample_s, 1e-6), F("event_us", event_s, 1e-6),
-        F("topk_latency_us", topk_latency_s, 1e-6), F("topk_latency_l2_us", topk_latency_l2_s, 1e-6), F("topk_elem_ns", topk_elem_s, 1e-9),
-        F("topk_elem_l2_ns", topk_elem_l2_s, 1e-9), F("topk_winner_ns", topk_winner_s, 1e-9),
-        F("topk_winner_row_ns", topk_winner_row_s, 1e-9),
-        F("topk_row_us", topk_row_s, 1e-6), F("topk_row_l2_us", topk_row_l2_s, 1e-6),
-        F("topk_block_elems", topk_block_elems, 1), F("topk_blocks_per_sm", topk_blocks_per_sm, 1), F("gemm_latency_us", gemm_latency_s, 1e-6),
-        F("sm_count", sm_count, 1), F("l2_bytes", l2_bytes, 1),
-        F("attn_sparse_l2_latency_us", attn_l2_latency_s, 1e-6), F("attn_sparse_l2_mem_eff", attn_l2_mem_eff, 1),
-        F("attn_sparse_qh_latency_us", attn_qh_latency_s, 1e-6), F("attn_sparse_qh_mem_eff", attn_qh_mem_eff, 1),
-        F("attn_sparse_qh_l2_latency_us", attn_qh_l2_latency_s, 1e-6), F("attn_sparse_qh_l2_mem_eff", attn_qh_l2_mem_eff, 1),
-        F("after_layer_scan_us", after_layer_scan_s, 1e-6), F("after_layer_attn_us", after_layer_attn_s, 1e-6),
-        F("after_layer_topk_us", after_layer_topk_s, 1e-6), F("topk_scores_l2_us", topk_scores_l2_s, 1e-6),
-        F("attn_combine_latency_us", combine_latency_s, 1e-6), F("attn_combine_split_ns", combine_split_s, 1e-9),
-        F("attn_combine_l2_latency_us", combine_l2_latency_s, 1e-6), F("attn_combine_l2_split_ns", combine_l2_split_s, 1e-9),
-        F("attn_split_blocks_per_sm", split_blocks_per_sm, 1), F("attn_split_min_rows", split_min_rows, 1),
-        F("attn_dense_block_us", attn_dense_block_s, 1e-6), F("l2_dirty_frac", l2_dirty_bytes, 1),
-        F("l2_writeback_eff", l2_writeback_Bps, 1),
+        F("bf16_TFLOPS", bf16_flops, 1e12), F("fp8_TFLOPS", fp8_flops, 1e12), F("sm_count", sm_count, 1),
+        F("l2_bytes", l2_bytes, 1),
 #undef F
     };
     memset(c, 0, sizeof *c);
     c->cal = cal;
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++) {
         double v = 0;
-        int rc = calib_get(cal, map[i].name, &v, e);
+        int rc = calib_get(cal, facts[i].name, &v, e);
         if (rc) return rc;
-        *(double *)((char *)c + map[i].off) = v * map[i].scale;
+        *(double *)((char *)c + facts[i].off) = v * facts[i].scale;
+    }
+    for (size_t i = 0; i < cost_param_count; i++) {
+        const hw_param_def_t *d = &cost_param_defs[i];
+        double v = 0;
+        if (d->field < 0) continue;
+        int rc = calib_get(cal, d->key, &v, e);
+        if (rc) return rc;
+        *(double *)((char *)c + d->field) = v * d->scale;
     }
     c->l2_dirty_bytes *= c->l2_bytes;     /* both declared as fractions: they scale with the GPU */
     c->l2_writeback_Bps *= c->hbm_Bps;
-    for (int t = 0; t < COST_ROW_TABLES; t++)
-        for (int k = 0; k < COST_ROW_KNOTS; k++) {
-            int rc = calib_get(cal, cost_row_names[t][k], &c->gather_rows_ps[t][k], e);
-            if (rc) return rc;
-            c->gather_rows_ps[t][k] *= 1e6;
-        }
-    for (int p = 0; p < COST_PLANE_PIECES; p++)
-        for (int k = 0; k < COST_PLANE_KNOTS; k++) {
-            int rc = calib_get(cal, cost_plane_names[p][k], &c->plane_rows_ps[p][k], e);
-            if (rc) return rc;
-            c->plane_rows_ps[p][k] *= 1e6;
-        }
     return kinds_init(c, cal, e);
 }
 
@@ -183,24 +150,20 @@ static void set_uses(plan_op_t *op, const plan_use_t *u, uint8_t n)
 
 const double cost_row_knot_bytes[COST_ROW_KNOTS] = {268435456.0,  536870912.0,  1073741824.0, 2147483648.0,
                                                      4294967296.0, 8589934592.0, 17179869184.0};
-#define KNOTS(t) {t "256MiB", t "512MiB", t "1GiB", t "2GiB", t "4GiB", t "8GiB", t "16GiB"}
-const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {
-    KNOTS("gather_rows_Mps_"), KNOTS("gather_heads_rows_Mps_"), KNOTS("gather_heads_new_rows_Mps_"),
-    KNOTS("gather_pt_rows_Mps_"), KNOTS("gather_heads_pt_rows_Mps_"), KNOTS("gather_after_rows_Mps_"),
-    KNOTS("gather_heads_after_rows_Mps_"), KNOTS("gather_heads_shuffle_rows_Mps_")};
-#undef KNOTS
+#define NAME(t, k, name, d) name,
+#define CURVE(t, prefix, d) {COST_ROW_KNOTS_OF(NAME, t, prefix, d)},
+const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {COST_ROW_CURVES(CURVE)};
+#undef CURVE
 
 const double cost_plane_knot_bytes[COST_PLANE_KNOTS] = {
     256.0 * 1048576, 512.0 * 1048576, 640.0 * 1048576,  768.0 * 1048576,  832.0 * 1048576,
     896.0 * 1048576, 960.0 * 1048576, 1024.0 * 1048576, 1152.0 * 1048576, 1280.0 * 1048576,
     1536.0 * 1048576, 2048.0 * 1048576, 3072.0 * 1048576, 4096.0 * 1048576};
 const double cost_plane_piece_bytes[COST_PLANE_PIECES] = {128.0, 512.0};
-#define PLANE(p)                                                                                          \
-    {p "256MiB",  p "512MiB",  p "640MiB",  p "768MiB",  p "832MiB",  p "896MiB",  p "960MiB",             \
-     p "1024MiB", p "1152MiB", p "1280MiB", p "1536MiB", p "2048MiB", p "3072MiB", p "4096MiB"}
-const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS] = {PLANE("gather_plane128_rows_Mps_"),
-                                                                           PLANE("gather_plane512_rows_Mps_")};
-#undef PLANE
+#define CURVE(p, prefix, d) {COST_PLANE_KNOTS_OF(NAME, p, prefix, d)},
+const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS] = {COST_PLANE_CURVES(CURVE)};
+#undef CURVE
+#undef NAME
 
 /* The knot of `knots` (n of them, ascending) at or below x (0 below the first, the last past it),
  * and in *f where x lies between it and the next on a log scale (0 outside them). */

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include "common/err.h"
 #include "models/calib.h"
+#include "models/cost_params.h"
 #include "models/hwcat.h"
 #include "models/hwinst.h"
 #include "models/llm.h"
@@ -79,6 +80,28 @@ typedef enum {
     COST_ROWS_ANY, COST_ROWS_HEADS, COST_ROWS_HEADS_NEW, COST_ROWS_ANY_PT, COST_ROWS_HEADS_PT, COST_ROWS_ANY_AFTER,
     COST_ROWS_HEADS_AFTER, COST_ROWS_HEADS_SHUFFLE, COST_ROW_TABLES
 } cost_rows_t;
+/* The row-rate curves, each declared once: C(table, name prefix, meaning); a knot's parameter is
+ * the prefix and its region (K(table, knot, name, meaning) for each of cost_row_knot_bytes). */
+#define COST_ROW_CURVES(C)                                                                                         \
+    C(COST_ROWS_ANY, "gather_rows_Mps_", "rows spread over the region")                                         \
+    C(COST_ROWS_HEADS, "gather_heads_rows_Mps_", "rows read head by head over the region (a winner fetch)")     \
+    C(COST_ROWS_HEADS_NEW, "gather_heads_new_rows_Mps_", "rows read head by head over the region, none read before") \
+    C(COST_ROWS_ANY_PT, "gather_pt_rows_Mps_",                                                                  \
+      "rows spread over the region, their page-table entries still in L2 (a gather re-read back to back, its "   \
+      "bytes fewer than the L2 holds)")                                                                          \
+    C(COST_ROWS_HEADS_PT, "gather_heads_pt_rows_Mps_",                                                          \
+      "rows read head by head over the region, their page-table entries still in L2")                           \
+    C(COST_ROWS_ANY_AFTER, "gather_after_rows_Mps_",                                                            \
+      "rows spread over the region, after another gather over host memory (a step's SM index fetch)")           \
+    C(COST_ROWS_HEADS_AFTER, "gather_heads_after_rows_Mps_",                                                    \
+      "rows read head by head over the region, after another gather over host memory")                          \
+    C(COST_ROWS_HEADS_SHUFFLE, "gather_heads_shuffle_rows_Mps_",                                                \
+      "the same rows head by head over the region in a new order each time (a step's winners re-read as top-k "  \
+      "hands them over)")
+#define COST_ROW_KNOTS_OF(K, t, p, d)                                                                              \
+    K(t, 0, p "256MiB", d " (256 MiB)") K(t, 1, p "512MiB", d " (512 MiB)") K(t, 2, p "1GiB", d " (1 GiB)")          \
+    K(t, 3, p "2GiB", d " (2 GiB)") K(t, 4, p "4GiB", d " (4 GiB)") K(t, 5, p "8GiB", d " (8 GiB)")                  \
+    K(t, 6, p "16GiB", d " (16 GiB)")
 extern const double cost_row_knot_bytes[COST_ROW_KNOTS];
 extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
 
@@ -92,6 +115,15 @@ extern const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS];
  * slow from there, noted as outside the range). */
 #define COST_PLANE_KNOTS 14
 #define COST_PLANE_PIECES 2
+#define COST_PLANE_CURVES(C)                                                                                       \
+    C(0, "gather_plane128_rows_Mps_", "a plane index swept in passes, 128 B prefixes")                           \
+    C(1, "gather_plane512_rows_Mps_", "a plane index swept in passes, 512 B prefixes")
+#define COST_PLANE_KNOTS_OF(K, p, n, d)                                                                            \
+    K(p, 0, n "256MiB", d " (256 MiB)") K(p, 1, n "512MiB", d " (512 MiB)") K(p, 2, n "640MiB", d " (640 MiB)")      \
+    K(p, 3, n "768MiB", d " (768 MiB)") K(p, 4, n "832MiB", d " (832 MiB)") K(p, 5, n "896MiB", d " (896 MiB)")      \
+    K(p, 6, n "960MiB", d " (960 MiB)") K(p, 7, n "1024MiB", d " (1024 MiB)") K(p, 8, n "1152MiB", d " (1152 MiB)")  \
+    K(p, 9, n "1280MiB", d " (1280 MiB)") K(p, 10, n "1536MiB", d " (1536 MiB)")                                   \
+    K(p, 11, n "2048MiB", d " (2048 MiB)") K(p, 12, n "3072MiB", d " (3072 MiB)") K(p, 13, n "4096MiB", d " (4096 MiB)")
 extern const double cost_plane_knot_bytes[COST_PLANE_KNOTS];
 extern const double cost_plane_piece_bytes[COST_PLANE_PIECES];
 extern const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS];

@@ -1,5 +1,6 @@
 #include "models/hwcat.h"
 #include "common/str.h"
+#include "models/cost_params.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -7,265 +8,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { HWP_NUM, HWP_BYTES, HWP_INT, HWP_TEXT } hwp_type_t;
+#define POS(k, u, d) {k, HWP_NUM, u, true, 0, true, d, -1, 0}
+#define NONNEG(k, u, d) {k, HWP_NUM, u, true, 0, false, d, -1, 0}
 
-typedef struct hwp_def {
-    const char *key;
-    hwp_type_t type;
-    const char *unit;
-    bool required;
-    double min;       /* lower bound */
-    bool min_excl;    /* the bound itself is out (bandwidths: > 0) */
-    const char *doc;
-} hwp_def_t;
-
-#define POS(k, u, d) {k, HWP_NUM, u, true, 0, true, d}
-#define NONNEG(k, u, d) {k, HWP_NUM, u, true, 0, false, d}
-
-static const hwp_def_t gpu_defs[] = {
-    {"memory", HWP_TEXT, "", true, 0, false, "device memory kind (HBM3e, GDDR6, ...)"},
-    {"hbm_bytes", HWP_BYTES, "B", true, 0, true, "device memory capacity"},
+static const hw_param_def_t gpu_defs[] = {
+    {"memory", HWP_TEXT, "", true, 0, false, "device memory kind (HBM3e, GDDR6, ...)", -1, 0},
+    {"hbm_bytes", HWP_BYTES, "B", true, 0, true, "device memory capacity", -1, 0},
     POS("hbm_GBps", "GB/s", "device memory bandwidth (datasheet peak)"),
-    {"sm_count", HWP_INT, "SMs", true, 1, false, "streaming multiprocessors"},
-    {"l2_bytes", HWP_BYTES, "B", true, 0, true, "last-level (L2) cache capacity"},
+    {"sm_count", HWP_INT, "SMs", true, 1, false, "streaming multiprocessors", -1, 0},
+    {"l2_bytes", HWP_BYTES, "B", true, 0, true, "last-level (L2) cache capacity", -1, 0},
     POS("bf16_TFLOPS", "TFLOP/s", "dense BF16 tensor peak"),
     NONNEG("fp8_TFLOPS", "TFLOP/s", "dense FP8 tensor peak (0: unsupported)"),
-    {"link", HWP_TEXT, "", true, 0, false, "the GPU's own host link (links.yaml)"},
+    {"link", HWP_TEXT, "", true, 0, false, "the GPU's own host link (links.yaml)", -1, 0},
 };
 
-/* Cost-model parameters of a GPU preset (under `costs:`); documented in models/calib.h. */
-static const hwp_def_t cost_defs[] = {
-    NONNEG("ce_latency_us", "us", "copy-engine setup latency per copy"),
-    NONNEG("ce2d_row_ns", "ns", "extra time per row of a 2D copy"),
-    NONNEG("ce2d_page_row_ns", "ns", "extra time per row of a 2D copy whose rows lie a host page or more apart"),
-    NONNEG("ce2d_copy_us", "us", "time each further 2D copy of a strided chain (one per head and index channel, rows a page apart) adds"),
-    NONNEG("ce_b2b_gap_us", "us", "time each further copy of a chain issued back to back adds instead of ce_latency_us"),
-    NONNEG("ce_handoff_us", "us", "a kernel waiting on a copy-engine copy starts this long after the copy ends (its completion reaching the SMs), on average"),
-    NONNEG("ce_handoff_spread_us", "us", "run.jitter: each hand-off a uniform draw over ce_handoff_us +- half this (the completion seen at a periodic check of varying phase)"),
-    NONNEG("cebatch_piece_us", "us", "time per piece of a batched copy"),
-    POS("ce_weight", "", "max-min weight of copy-engine flows"),
-    NONNEG("gather_latency_us", "us", "fixed time of an SM zero-copy gather kernel"),
-    POS("gather_peak_GBps", "GB/s", "SM gather ceiling with enough blocks"),
-    POS("gather_block_GBps", "GB/s", "SM gather rate per block in flight"),
-    POS("gather_blocks", "blocks", "blocks an SM gather keeps in flight"),
-    POS("gather_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows spread over 256 MiB"),
-    POS("gather_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows spread over 512 MiB"),
-    POS("gather_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows spread over 1 GiB"),
-    POS("gather_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows spread over 2 GiB"),
-    POS("gather_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows spread over 4 GiB"),
-    POS("gather_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows spread over 8 GiB"),
-    POS("gather_heads_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows read head by head over 256 MiB (a winner fetch)"),
-    POS("gather_heads_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows read head by head over 512 MiB"),
-    POS("gather_heads_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows read head by head over 1 GiB"),
-    POS("gather_heads_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows read head by head over 2 GiB"),
-    POS("gather_heads_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB"),
-    POS("gather_heads_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB"),
-    POS("gather_heads_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB"),
-    POS("gather_heads_new_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows read head by head over 256 MiB, none read before"),
-    POS("gather_heads_new_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows read head by head over 512 MiB, none read before"),
-    POS("gather_heads_new_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows read head by head over 1 GiB, none read before"),
-    POS("gather_heads_new_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows read head by head over 2 GiB, none read before"),
-    POS("gather_heads_new_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB, none read before"),
-    POS("gather_heads_new_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB, none read before"),
-    POS("gather_heads_new_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB, none read before"),
-    POS("gather_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows spread over 16 GiB"),
-    POS("gather_plane128_rows_Mps_256MiB", "Mrows/s", "SM index fetch row rate, a plane index of 256 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_512MiB", "Mrows/s", "SM index fetch row rate, a plane index of 512 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_640MiB", "Mrows/s", "SM index fetch row rate, a plane index of 640 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_768MiB", "Mrows/s", "SM index fetch row rate, a plane index of 768 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_832MiB", "Mrows/s", "SM index fetch row rate, a plane index of 832 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_896MiB", "Mrows/s", "SM index fetch row rate, a plane index of 896 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_960MiB", "Mrows/s", "SM index fetch row rate, a plane index of 960 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_1024MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1024 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_1152MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1152 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_1280MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1280 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_1536MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1536 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_2048MiB", "Mrows/s", "SM index fetch row rate, a plane index of 2048 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_3072MiB", "Mrows/s", "SM index fetch row rate, a plane index of 3072 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane128_rows_Mps_4096MiB", "Mrows/s", "SM index fetch row rate, a plane index of 4096 MiB swept in passes, 128 B prefixes"),
-    POS("gather_plane512_rows_Mps_256MiB", "Mrows/s", "SM index fetch row rate, a plane index of 256 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_512MiB", "Mrows/s", "SM index fetch row rate, a plane index of 512 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_640MiB", "Mrows/s", "SM index fetch row rate, a plane index of 640 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_768MiB", "Mrows/s", "SM index fetch row rate, a plane index of 768 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_832MiB", "Mrows/s", "SM index fetch row rate, a plane index of 832 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_896MiB", "Mrows/s", "SM index fetch row rate, a plane index of 896 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_960MiB", "Mrows/s", "SM index fetch row rate, a plane index of 960 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_1024MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1024 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_1152MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1152 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_1280MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1280 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_1536MiB", "Mrows/s", "SM index fetch row rate, a plane index of 1536 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_2048MiB", "Mrows/s", "SM index fetch row rate, a plane index of 2048 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_3072MiB", "Mrows/s", "SM index fetch row rate, a plane index of 3072 MiB swept in passes, 512 B prefixes"),
-    POS("gather_plane512_rows_Mps_4096MiB", "Mrows/s", "SM index fetch row rate, a plane index of 4096 MiB swept in passes, 512 B prefixes"),
-    POS("gather_pt_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows spread over 256 MiB, their page-table entries still in L2 (a gather re-read back to back, its bytes fewer than the L2 holds)"),
-    POS("gather_pt_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows spread over 512 MiB, their page-table entries still in L2"),
-    POS("gather_pt_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows spread over 1 GiB, their page-table entries still in L2"),
-    POS("gather_pt_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows spread over 2 GiB, their page-table entries still in L2"),
-    POS("gather_pt_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows spread over 4 GiB, their page-table entries still in L2"),
-    POS("gather_pt_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows spread over 8 GiB, their page-table entries still in L2"),
-    POS("gather_pt_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows spread over 16 GiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows read head by head over 256 MiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows read head by head over 512 MiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows read head by head over 1 GiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows read head by head over 2 GiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB, their page-table entries still in L2"),
-    POS("gather_heads_pt_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB, their page-table entries still in L2"),
-    POS("gather_after_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows spread over 256 MiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_after_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows spread over 512 MiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_after_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows spread over 1 GiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_after_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows spread over 2 GiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_after_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows spread over 4 GiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_after_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows spread over 8 GiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_after_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows spread over 16 GiB, after another gather over host memory (a step's SM index fetch)"),
-    POS("gather_heads_after_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, rows read head by head over 256 MiB, after another gather over host memory"),
-    POS("gather_heads_after_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, rows read head by head over 512 MiB, after another gather over host memory"),
-    POS("gather_heads_after_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, rows read head by head over 1 GiB, after another gather over host memory"),
-    POS("gather_heads_after_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, rows read head by head over 2 GiB, after another gather over host memory"),
-    POS("gather_heads_after_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, rows read head by head over 4 GiB, after another gather over host memory"),
-    POS("gather_heads_after_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, rows read head by head over 8 GiB, after another gather over host memory"),
-    POS("gather_heads_after_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, rows read head by head over 16 GiB, after another gather over host memory"),
-    POS("gather_heads_shuffle_rows_Mps_256MiB", "Mrows/s", "SM gather row rate, the same rows head by head over 256 MiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_heads_shuffle_rows_Mps_512MiB", "Mrows/s", "SM gather row rate, the same rows head by head over 512 MiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_heads_shuffle_rows_Mps_1GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 1 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_heads_shuffle_rows_Mps_2GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 2 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_heads_shuffle_rows_Mps_4GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 4 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_heads_shuffle_rows_Mps_8GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 8 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_heads_shuffle_rows_Mps_16GiB", "Mrows/s", "SM gather row rate, the same rows head by head over 16 GiB in a new order each time (a step's winners re-read as top-k hands them over)"),
-    POS("gather_warm_rows", "rows", "SM gather re-reading its rows: up to this many keep their address translations cached "
-        "(the 256 MiB rate); from twice as many every row pays its region's rate"),
-    NONNEG("prefix_gather_latency_us", "us", "fixed time of the SM index fetch (each chunk's plane prefixes)"),
-    POS("zc_scan_eff", "", "a plane scan reading its index straight from host memory: its rate against the SM index fetch's for the same prefixes"),
-    POS("prefix_gather_eff", "", "the SM index fetch's rate against the SM gather's for the same rows"),
-    POS("host_page_bytes", "B", "host memory's page as the GPU translates it (an SM gather's rows on one page share a translation)"),
-    POS("gather_weight", "", "max-min weight of SM gather flows"),
-    POS("gather_duplex_coef", "", "duplex units an SM-gathered byte consumes"),
-    NONNEG("kernel_latency_us", "us", "fixed time of a kernel"),
-    POS("kernel_mem_eff", "", "fraction of HBM bandwidth a streaming kernel reaches"),
-    POS("kernel_compute_eff", "", "fraction of tensor peak an attention kernel reaches"),
-    NONNEG("scan_latency_us", "us", "fixed time of an index scan kernel"),
-    POS("scan_mem_eff", "", "fraction of HBM bandwidth an index scan reaches (bit unpacking can bind first)"),
-    NONNEG("scan_pertoken_latency_us", "us", "fixed time of a per-token packed scan (Loki, Double Sparsity)"),
-    POS("scan_pertoken_mem_eff", "", "fraction of HBM bandwidth a per-token packed scan reaches"),
-    NONNEG("scan_sparq_latency_us", "us", "fixed time of SparQ's per-query channel scan"),
-    POS("scan_sparq_mem_eff", "", "fraction of HBM bandwidth SparQ's channel scan reaches"),
-    NONNEG("scan_fathom_latency_us", "us", "fixed time of Fathom's bit-plane scan"),
-    POS("scan_fathom_mem_eff", "", "fraction of HBM bandwidth Fathom's bit-plane scan reaches"),
-    NONNEG("scan_hashattn_latency_us", "us", "fixed time of HashAttention's signature scan"),
-    POS("scan_hashattn_mem_eff", "", "fraction of HBM bandwidth HashAttention's signature scan reaches"),
-    NONNEG("scan_landmark_latency_us", "us", "fixed time of a page-landmark scan"),
-    POS("scan_landmark_mem_eff", "", "fraction of HBM bandwidth a page-landmark scan reaches"),
-    NONNEG("scan_pertoken_fill_bytes", "B", "a per-token packed scan over fewer index bytes than this (its grid short of the GPU) takes as long as one over this many"),
-    NONNEG("scan_pertoken_bit_ns", "ns", "fixed time a per-token packed scan adds per index bit of a token (each block sums its query's channels one after another)"),
-    NONNEG("scan_sparq_fill_bytes", "B", "as scan_pertoken_fill_bytes, for SparQ's channel scan"),
-    NONNEG("scan_fathom_fill_bytes", "B", "as scan_pertoken_fill_bytes, for Fathom's bit-plane scan"),
-    NONNEG("scan_hashattn_fill_bytes", "B", "as scan_pertoken_fill_bytes, for HashAttention's signature scan"),
-    NONNEG("scan_landmark_fill_bytes", "B", "as scan_pertoken_fill_bytes, for a page-landmark scan"),
-    NONNEG("scan_pertoken_l2_latency_us", "us", "fixed time of a per-token packed scan over an index still in the L2 (just fetched)"),
-    POS("scan_pertoken_l2_mem_eff", "", "fraction of HBM bandwidth a per-token packed scan reaches over an index still in the L2"),
-    NONNEG("scan_sparq_l2_latency_us", "us", "fixed time of SparQ's channel scan over an index still in the L2 (just fetched)"),
-    POS("scan_sparq_l2_mem_eff", "", "fraction of HBM bandwidth SparQ's channel scan reaches over an index still in the L2"),
-    NONNEG("scan_fathom_l2_latency_us", "us", "fixed time of Fathom's bit-plane scan over an index still in the L2 (just fetched)"),
-    POS("scan_fathom_l2_mem_eff", "", "fraction of HBM bandwidth Fathom's bit-plane scan reaches over an index still in the L2"),
-    NONNEG("scan_hashattn_l2_latency_us", "us", "fixed time of HashAttention's signature scan over an index still in the L2 (just fetched)"),
-    POS("scan_hashattn_l2_mem_eff", "", "fraction of HBM bandwidth HashAttention's signature scan reaches over an index still in the L2"),
-    NONNEG("scan_landmark_l2_latency_us", "us", "fixed time of a page-landmark scan over an index still in the L2 (just fetched)"),
-    POS("scan_landmark_l2_mem_eff", "", "fraction of HBM bandwidth a page-landmark scan reaches over an index still in the L2"),
-    NONNEG("scan_fathom_v1_latency_us", "us", "fixed time of Fathom's token-per-thread plane scan (plane_scan token_per_thread)"),
-    POS("scan_fathom_v1_mem_eff", "", "fraction of HBM bandwidth Fathom's token-per-thread plane scan reaches"),
-    NONNEG("scan_fathom_v2_latency_us", "us", "fixed time of Fathom's two-per-thread plane scan (plane_scan two_per_thread)"),
-    POS("scan_fathom_v2_mem_eff", "", "fraction of HBM bandwidth Fathom's two-per-thread plane scan reaches"),
-    NONNEG("scan_fathom_qh_latency_us", "us", "fixed time of Fathom's scan scoring each query head apart"),
-    POS("scan_fathom_qh_mem_eff", "", "fraction of HBM bandwidth Fathom's per-query-head scan reaches"),
-    NONNEG("attn_sparse_latency_us", "us", "fixed time of attention over the winners"),
-    POS("attn_sparse_mem_eff", "", "fraction of HBM bandwidth attention over the winners reaches"),
-    NONNEG("attn_sparse_l2_latency_us", "us", "fixed time of attention over winners still in L2 (just gathered)"),
-    POS("attn_sparse_l2_mem_eff", "", "attention over winners still in L2: bytes read per query head (a row once per query head attending it) per second, as a fraction of HBM bandwidth"),
-    NONNEG("after_layer_scan_us", "us", "time a decode's index scan adds for running with the layer's GEMMs queued behind it, over its time with nothing behind"),
-    NONNEG("after_layer_attn_us", "us", "time a decode's attention over its winners adds for running with the layer's GEMMs queued behind it, over its time with nothing behind"),
-    NONNEG("after_layer_topk_us", "us", "time a decode's top-k adds for running with the layer's GEMMs queued behind it, over its time with nothing behind"),
-    NONNEG("topk_scores_l2_us", "us", "time a top-k saves over scores its scan has just written to the L2, against its time after an L2 flush (where the scores fit in the L2)"),
-    NONNEG("attn_sparse_qh_latency_us", "us", "fixed time of attention over each query head's own winners (HashAttention: g = 1 over 4x the KV heads' rows)"),
-    POS("attn_sparse_qh_mem_eff", "", "fraction of HBM bandwidth attention over each query head's own winners reaches"),
-    NONNEG("attn_sparse_qh_l2_latency_us", "us", "fixed time of attention over each query head's own winners still in L2"),
-    POS("attn_sparse_qh_l2_mem_eff", "", "attention over each query head's own winners still in L2: their bytes per second, as a fraction of HBM bandwidth"),
-    NONNEG("attn_combine_latency_us", "us", "fixed time of the kernel merging split-K attention partials"),
-    NONNEG("attn_combine_split_ns", "ns", "time per partial the combine walks (each thread walks the splits in turn)"),
-    NONNEG("attn_combine_l2_latency_us", "us", "fixed time of the combine when its partials are still in L2"),
-    NONNEG("attn_combine_l2_split_ns", "ns", "time per partial the combine walks when the partials are still in L2"),
-    POS("attn_split_blocks_per_sm", "blocks", "split-K attention: blocks per SM over all heads the kernel aims for"),
-    POS("attn_split_min_rows", "rows", "split-K attention: fewest rows per split"),
-    NONNEG("attn_dense_latency_us", "us", "fixed time of dense (split-K) decode attention"),
-    POS("attn_dense_mem_eff", "", "fraction of HBM bandwidth dense decode attention reaches"),
-    NONNEG("attn_dense_block_us", "us", "dense attention's time per split-K block an SM runs in turn (its setup and partial): blocks/SMs of it"),
-    NONNEG("attn_tail_latency_us", "us", "fixed time of attention over the HBM tail"),
-    POS("attn_tail_mem_eff", "", "fraction of HBM bandwidth attention over the HBM tail reaches"),
-    NONNEG("quantize_latency_us", "us", "fixed time of the 4-bit plane quantiser"),
-    POS("quantize_mem_eff", "", "fraction of HBM bandwidth the quantiser reaches"),
-    NONNEG("winner_fetch_latency_us", "us", "fixed time of the winners' SM gather with the K/V in HBM"),
-    POS("winner_fetch_mem_eff", "", "fraction of HBM bandwidth the winners' gather in HBM reaches (its bytes read and written)"),
-    NONNEG("wf_plan_latency_us", "us", "fixed time of the water-filling planner"),
-    POS("wf_plan_mem_eff", "", "fraction of HBM bandwidth the planner reaches"),
-    NONNEG("topk_latency_us", "us", "fixed time of a top-k kernel, scores from HBM"),
-    NONNEG("topk_latency_l2_us", "us", "fixed time of a top-k kernel when all rows' scores fit in L2 (l2_bytes)"),
-    NONNEG("topk_elem_ns", "ns", "top-k: time per score of a block's (all passes), scores from HBM"),
-    NONNEG("topk_elem_l2_ns", "ns", "top-k: as topk_elem_ns when all rows' scores fit in L2 (l2_bytes)"),
-    NONNEG("topk_row_us", "us", "top-k: time per row (its histogram passes), scores from HBM"),
-    NONNEG("topk_row_l2_us", "us", "top-k: as topk_row_us when all rows' scores fit in L2 (l2_bytes)"),
-    NONNEG("topk_winner_ns", "ns", "top-k: time per warp of 32 scores holding a winner, summed over rows (one atomic each)"),
-    NONNEG("event_us", "us", "what an event recorded between two kernels of a stream costs them: every fit-set kernel is timed between two, so a kernel right behind another with none between takes its fixed time less this"),
-    NONNEG("topk_winner_row_ns", "ns", "top-k: time per warp holding a winner of one row, the rows side by side (a row's atomics on its one counter queue)"),
-    POS("topk_block_elems", "scores", "top-k: scores per block before a row's blocks run out (radix select grid)"),
-    POS("topk_blocks_per_sm", "blocks", "top-k: blocks per SM over all rows at most (radix select grid)"),
-    NONNEG("gemm_latency_us", "us", "fixed time of a projection, MLP or LM-head GEMM"),
-    POS("gemm_mem_eff", "", "fraction of HBM bandwidth a weight-streaming GEMM reaches"),
-    POS("gemm_compute_eff", "", "fraction of tensor peak a large GEMM reaches"),
-    NONNEG("launch_us", "us", "host CPU time to launch a kernel"),
-    NONNEG("copy_launch_us", "us", "host CPU time to issue a copy"),
-    NONNEG("graph_launch_us", "us", "host CPU time to launch a CUDA graph of a step"),
-    NONNEG("timeslice_us", "us", "separate processes: how long a context keeps the GPU while others wait"),
-    NONNEG("ctx_switch_us", "us", "separate processes: GPU idle time of a switch to another context"),
-    NONNEG("jitter_us", "us", "run.jitter: an op's p99 exceeds its median by jitter_us + jitter_rel*t"),
-    NONNEG("jitter_rel", "", "run.jitter: see jitter_us"),
-    NONNEG("jitter_copy_us", "us", "run.jitter: as jitter_us, for copy-engine transfers over the host link"),
-    NONNEG("jitter_copy_rel", "", "run.jitter: see jitter_copy_us"),
-    NONNEG("jitter_gather_us", "us", "run.jitter: as jitter_us, for kernels whose SMs read host memory over the link (gathers, zero-copy scans)"),
-    NONNEG("jitter_gather_rel", "", "run.jitter: see jitter_gather_us"),
-    POS("topk_passes", "", "times a top-k kernel reads its scores from HBM"),
-    NONNEG("l2_dirty_frac", "", "share of l2_bytes that a layer's writes can leave dirty for the next GEMM to write back (the L2 keeps the latest of its traffic)"),
-    POS("l2_writeback_eff", "", "bytes of that write-back per second of time it adds to the GEMM, as a fraction of hbm_GBps (above 1 where it hides in part under the weight reads)"),
-    NONNEG("sample_us", "us", "sampling time per step"),
-};
 
-static const hwp_def_t link_defs[] = {
+static const hw_param_def_t link_defs[] = {
     POS("h2d_GBps", "GB/s", "copy-engine host-to-device peak"),
     POS("d2h_GBps", "GB/s", "copy-engine device-to-host peak"),
     POS("duplex_GBps", "GB/s", "both directions at once, total"),
 };
 
-static const hwp_def_t tier_defs[] = {
+static const hw_param_def_t tier_defs[] = {
     POS("cxl_read_GBps", "GB/s", "tier read bandwidth (device to CPU)"),
     POS("cxl_write_GBps", "GB/s", "tier write bandwidth"),
-    {"cxl_bytes", HWP_BYTES, "B", true, 0, true, "tier capacity"},
+    {"cxl_bytes", HWP_BYTES, "B", true, 0, true, "tier capacity", -1, 0},
 };
 
-static const hwp_def_t box_defs[] = {
-    {"gpu", HWP_TEXT, "", true, 0, false, "GPU preset (gpus.yaml)"},
-    {"gpus", HWP_INT, "GPUs", true, 1, false, "GPUs in the box"},
-    {"gpus_per_switch", HWP_INT, "GPUs", true, 1, false, "GPUs behind one PCIe switch uplink (1: none)"},
-    {"numa_nodes", HWP_INT, "nodes", true, 1, false, "host NUMA nodes"},
-    {"host_dram_bytes", HWP_BYTES, "B", true, 0, true, "host DRAM capacity"},
+static const hw_param_def_t box_defs[] = {
+    {"gpu", HWP_TEXT, "", true, 0, false, "GPU preset (gpus.yaml)", -1, 0},
+    {"gpus", HWP_INT, "GPUs", true, 1, false, "GPUs in the box", -1, 0},
+    {"gpus_per_switch", HWP_INT, "GPUs", true, 1, false, "GPUs behind one PCIe switch uplink (1: none)", -1, 0},
+    {"numa_nodes", HWP_INT, "nodes", true, 1, false, "host NUMA nodes", -1, 0},
+    {"host_dram_bytes", HWP_BYTES, "B", true, 0, true, "host DRAM capacity", -1, 0},
     POS("host_dram_GBps", "GB/s", "host DRAM bandwidth shared by all GPUs"),
-    {"hbm_reserve_bytes", HWP_BYTES, "B", true, 0, false, "device memory kept back per GPU"},
-    {"link", HWP_TEXT, "", false, 0, false, "replaces the GPU's link (links.yaml)"},
-    {"tier", HWP_TEXT, "", false, 0, false, "memory tier behind the CPU (tiers.yaml)"},
+    {"hbm_reserve_bytes", HWP_BYTES, "B", true, 0, false, "device memory kept back per GPU", -1, 0},
+    {"link", HWP_TEXT, "", false, 0, false, "replaces the GPU's link (links.yaml)", -1, 0},
+    {"tier", HWP_TEXT, "", false, 0, false, "memory tier behind the CPU (tiers.yaml)", -1, 0},
 };
 
 #define NDEF(a) (sizeof a / sizeof a[0])
 
 typedef struct kind_schema {
     const char *file;
-    const hwp_def_t *defs;
+    const hw_param_def_t *defs;
     size_t n;
 } kind_schema_t;
 
@@ -356,7 +142,7 @@ static size_t edit_distance(const char *a, const char *b)
     return d[la][lb];
 }
 
-static const hwp_def_t *def_find(const hwp_def_t *defs, size_t n, const char *key)
+static const hw_param_def_t *def_find(const hw_param_def_t *defs, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(defs[i].key, key)) return &defs[i];
@@ -364,14 +150,14 @@ static const hwp_def_t *def_find(const hwp_def_t *defs, size_t n, const char *ke
 }
 
 /* Finds key in every schema (overrides may name any parameter). */
-static const hwp_def_t *def_find_any(const char *key)
+static const hw_param_def_t *def_find_any(const char *key)
 {
-    const hwp_def_t *d = def_find(cost_defs, NDEF(cost_defs), key);
+    const hw_param_def_t *d = def_find(cost_param_defs, cost_param_count, key);
     for (int k = 0; !d && k < HW_KIND_COUNT; k++) d = def_find(schemas[k].defs, schemas[k].n, key);
     return d;
 }
 
-static const char *nearest(const hwp_def_t *defs, size_t n, const hwp_def_t *defs2, size_t n2,
+static const char *nearest(const hw_param_def_t *defs, size_t n, const hw_param_def_t *defs2, size_t n2,
                            const char *key)
 {
     const char *best = NULL;
@@ -409,7 +195,7 @@ static const cfg_param_t pnode_params[] = {
 
 /* Reads parameter d from node v: a {value, origin, ...} map, or (when origin is optional) a bare
  * scalar. `dflt_origin` is used when the text gives none and origins are optional. */
-static int param_read(const hwp_def_t *d, const cfg_node_t *v, bool need_origin, const char *dflt_origin,
+static int param_read(const hw_param_def_t *d, const cfg_node_t *v, bool need_origin, const char *dflt_origin,
                       hw_param_t *out, err_t *e)
 {
     pnode_t pn = {0};
@@ -506,7 +292,7 @@ static entry_t *entry_find(const hwcat_t *cat, hw_kind_t kind, const char *name)
     return NULL;
 }
 
-static int read_entry_map(const cfg_node_t *map, const hwp_def_t *defs, size_t n, bool costs_allowed,
+static int read_entry_map(const cfg_node_t *map, const hw_param_def_t *defs, size_t n, bool costs_allowed,
                           entry_t *en, err_t *e)
 {
     for (size_t j = 0; j < cfg_size(map); j++) {
@@ -520,11 +306,11 @@ static int read_entry_map(const cfg_node_t *map, const hwp_def_t *defs, size_t n
         }
         if (costs_allowed && !strcmp(key, "costs") && defs == gpu_defs) {
             if (cfg_kind(v) != CFG_MAP) return cfg_error(e, ERR_INVAL, v, "costs: expected a map");
-            int rc = read_entry_map(v, cost_defs, NDEF(cost_defs), false, en, e);
+            int rc = read_entry_map(v, cost_param_defs, cost_param_count, false, en, e);
             if (rc) return rc;
             continue;
         }
-        const hwp_def_t *d = def_find(defs, n, key);
+        const hw_param_def_t *d = def_find(defs, n, key);
         if (!d) return unknown_key(e, v, key, nearest(defs, n, NULL, 0, key));
         hw_param_t p;
         int rc = param_read(d, v, true, "", &p, e);
@@ -559,7 +345,7 @@ static int resolve_base(hwcat_t *cat, hw_kind_t kind, entry_t *en, int depth, er
     return rc;
 }
 
-static int check_required(const entry_t *en, const hwp_def_t *defs, size_t n, const cfg_node_t *at, err_t *e)
+static int check_required(const entry_t *en, const hw_param_def_t *defs, size_t n, const cfg_node_t *at, err_t *e)
 {
     for (size_t i = 0; i < n; i++)
         if (defs[i].required && !hw_pset_find(&en->ps, defs[i].key))
@@ -692,9 +478,9 @@ static int apply_overrides(hw_pset_t *ps, const cfg_node_t *ov, err_t *e)
     for (size_t j = 0; j < cfg_size(ov); j++) {
         const char *key = cfg_key_at(ov, j);
         const cfg_node_t *v = cfg_at(ov, j);
-        const hwp_def_t *d = def_find_any(key);
+        const hw_param_def_t *d = def_find_any(key);
         if (!d) {
-            const char *best = nearest(cost_defs, NDEF(cost_defs), gpu_defs, NDEF(gpu_defs), key);
+            const char *best = nearest(cost_param_defs, cost_param_count, gpu_defs, NDEF(gpu_defs), key);
             for (int k = HW_LINK; !best && k < HW_KIND_COUNT; k++)
                 best = nearest(schemas[k].defs, schemas[k].n, NULL, 0, key);
             return unknown_key(e, v, key, best);
@@ -810,17 +596,17 @@ const hw_param_t *hw_param(const hw_t *hw, const char *key) { return hw_pset_fin
 
 const char *hwcat_param_unit(const char *key)
 {
-    const hwp_def_t *d = def_find_any(key);
+    const hw_param_def_t *d = def_find_any(key);
     return d ? d->unit : NULL;
 }
 
 bool hwcat_param_is_text(const char *key)
 {
-    const hwp_def_t *d = def_find_any(key);
+    const hw_param_def_t *d = def_find_any(key);
     return d && d->type == HWP_TEXT;
 }
 
-static void describe(FILE *fp, const char *title, const hwp_def_t *d, size_t n, bool checked)
+static void describe(FILE *fp, const char *title, const hw_param_def_t *d, size_t n, bool checked)
 {
     fprintf(fp, "%s:\n", title);
     for (size_t i = 0; i < n; i++)
@@ -831,5 +617,5 @@ static void describe(FILE *fp, const char *title, const hwp_def_t *d, size_t n, 
 void hwcat_describe(FILE *fp)
 {
     for (int k = 0; k < HW_KIND_COUNT; k++) describe(fp, schemas[k].file, schemas[k].defs, schemas[k].n, true);
-    describe(fp, "gpus.yaml costs (a fitted profile supplies what a preset lacks)", cost_defs, NDEF(cost_defs), false);
+    describe(fp, "gpus.yaml costs (a fitted profile supplies what a preset lacks)", cost_param_defs, cost_param_count, false);
 }

@@ -23,6 +23,22 @@
 #include "common/cfg.h"
 #include "common/err.h"
 
+/* A declared parameter: key (unit in the name), type, unit, whether a preset must give it, its lower
+ * bound (excluded for rates: > 0), meaning, and for a cost parameter the cost_t field it fills and
+ * the scale to SI units (field -1: none; models/cost_params.c). */
+typedef enum { HWP_NUM, HWP_BYTES, HWP_INT, HWP_TEXT } hwp_type_t;
+typedef struct hw_param_def {
+    const char *key;
+    hwp_type_t type;
+    const char *unit;
+    bool required;
+    double min;
+    bool min_excl;
+    const char *doc;
+    ptrdiff_t field;
+    double scale;
+} hw_param_def_t;
+
 typedef enum { HW_GPU = 0, HW_LINK, HW_TIER, HW_BOX, HW_KIND_COUNT } hw_kind_t;
 
 /* One parameter with where its value came from. */
