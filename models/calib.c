@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/cfg.h"
+#include "models/cost_params.h"
 
 typedef struct centry {
     calib_param_t p;   /* strings owned */
@@ -117,6 +118,55 @@ static const cfg_param_t cprofile_params[] = {
     {"notes", CFG_T_NODE, offsetof(cprofile_t, notes), NULL, 1, 0, NULL, "what the fit could not determine (odsim fit)"},
 };
 
+/* One parameter, key (its name in the profile: a curve's point label) → name. */
+static int load_param(calib_t *c, const char *key, const char *name, const cfg_node_t *v, err_t *e)
+{
+    const char *unit = hwcat_param_unit(name);
+    if (!unit || hwcat_param_is_text(name)) return cfg_error(e, ERR_INVAL, v, "unknown calibration parameter '%s'", key);
+    cnode_t cn;
+    int rc = cfg_bind(v, cnode_params, sizeof cnode_params / sizeof cnode_params[0], &cn, e);
+    if (rc) return rc;
+    if (*cn.unit && strcmp(cn.unit, unit))
+        return cfg_error(e, ERR_INVAL, cfg_get(v, "unit"), "unit '%s' is not the unit of %s ('%s')", cn.unit, name, unit);
+    calib_param_t p = {name, cn.value, cn.sd, cn.lo, cn.hi, unit, cn.origin};
+    return calib_set(c, &p, e);
+}
+
+typedef struct ccurve {
+    const char *unit;
+    const cfg_node_t *points;
+} ccurve_t;
+
+static const cfg_param_t ccurve_params[] = {
+    {"unit", CFG_T_STRING, offsetof(ccurve_t, unit), "", 1, 0, NULL, "unit of every point (must match the curve's)"},
+    {"points", CFG_T_NODE, offsetof(ccurve_t, points), NULL, 1, 0, NULL, "map of knot (its region: 256MiB, ...) to parameter"},
+};
+
+/* A curve: {unit, points: {label: {value, ...}}}, each point the knot parameter of its label. */
+static int load_curve(calib_t *c, const cost_curve_t *cv, const char *name, const cfg_node_t *v, err_t *e)
+{
+    ccurve_t cc;
+    int rc = cfg_bind(v, ccurve_params, sizeof ccurve_params / sizeof ccurve_params[0], &cc, e);
+    if (rc) return rc;
+    if (cfg_kind(cc.points) != CFG_MAP) return cfg_error(e, ERR_INVAL, cc.points, "expected a map of knot to parameter");
+    const char *unit = hwcat_param_unit(cv->knots[0]);
+    if (*cc.unit && strcmp(cc.unit, unit))
+        return cfg_error(e, ERR_INVAL, cfg_get(v, "unit"), "unit '%s' is not the unit of %s ('%s')", cc.unit, name, unit);
+    for (size_t i = 0; i < cfg_size(cc.points); i++) {
+        const char *label = cfg_key_at(cc.points, i);
+        int k = cost_curve_knot(cv, label);
+        if (k < 0) {
+            char known[512] = "";
+            for (int j = 0; j < cv->n_knots; j++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", j ? ", " : "", cv->knots[j] + strlen(cv->prefix));
+            return cfg_error(e, ERR_INVAL, cfg_at(cc.points, i), "%s has no knot '%s' (its knots: %s)", name, label, known);
+        }
+        rc = load_param(c, label, cv->knots[k], cfg_at(cc.points, i), e);
+        if (rc) return rc;
+    }
+    return ERR_OK;
+}
+
 static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
 {
     cprofile_t pr;
@@ -126,16 +176,14 @@ static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
     for (size_t i = 0; i < cfg_size(pr.params); i++) {
         const char *name = cfg_key_at(pr.params, i);
         const cfg_node_t *v = cfg_at(pr.params, i);
-        const char *unit = hwcat_param_unit(name);
-        if (!unit || hwcat_param_is_text(name))
-            return cfg_error(e, ERR_INVAL, v, "unknown calibration parameter '%s'", name);
-        cnode_t cn;
-        rc = cfg_bind(v, cnode_params, sizeof cnode_params / sizeof cnode_params[0], &cn, e);
-        if (rc) return rc;
-        if (*cn.unit && strcmp(cn.unit, unit))
-            return cfg_error(e, ERR_INVAL, cfg_get(v, "unit"), "unit '%s' is not the unit of %s ('%s')", cn.unit, name, unit);
-        calib_param_t p = {name, cn.value, cn.sd, cn.lo, cn.hi, unit, cn.origin};
-        rc = calib_set(c, &p, e);
+        const cost_curve_t *cv = cost_curve_find(name);
+        int knot;
+        if (cv) rc = load_curve(c, cv, name, v, e);
+        else if ((cv = cost_curve_of(name, &knot)))
+            rc = cfg_error(e, ERR_INVAL, v, "a point of the curve %.*s: write it as %.*s: {points: {%s: {...}}}",
+                           (int)strlen(cv->prefix) - 1, cv->prefix, (int)strlen(cv->prefix) - 1, cv->prefix,
+                           name + strlen(cv->prefix));
+        else rc = load_param(c, name, name, v, e);
         if (rc) return rc;
     }
     return ERR_OK;

@@ -148,22 +148,6 @@ static void set_uses(plan_op_t *op, const plan_use_t *u, uint8_t n)
     op->n_uses = n;
 }
 
-const double cost_row_knot_bytes[COST_ROW_KNOTS] = {268435456.0,  536870912.0,  1073741824.0, 2147483648.0,
-                                                     4294967296.0, 8589934592.0, 17179869184.0};
-#define NAME(t, k, name, d) name,
-#define CURVE(t, prefix, d) {COST_ROW_KNOTS_OF(NAME, t, prefix, d)},
-const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {COST_ROW_CURVES(CURVE)};
-#undef CURVE
-
-const double cost_plane_knot_bytes[COST_PLANE_KNOTS] = {
-    256.0 * 1048576, 512.0 * 1048576, 640.0 * 1048576,  768.0 * 1048576,  832.0 * 1048576,
-    896.0 * 1048576, 960.0 * 1048576, 1024.0 * 1048576, 1152.0 * 1048576, 1280.0 * 1048576,
-    1536.0 * 1048576, 2048.0 * 1048576, 3072.0 * 1048576, 4096.0 * 1048576};
-const double cost_plane_piece_bytes[COST_PLANE_PIECES] = {128.0, 512.0};
-#define CURVE(p, prefix, d) {COST_PLANE_KNOTS_OF(NAME, p, prefix, d)},
-const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS] = {COST_PLANE_CURVES(CURVE)};
-#undef CURVE
-#undef NAME
 
 /* The knot of `knots` (n of them, ascending) at or below x (0 below the first, the last past it),
  * and in *f where x lies between it and the next on a log scale (0 outside them). */

@@ -8,7 +8,59 @@
 #include "models/cost_params.h"
 
 #include <stddef.h>
+#include <string.h>
 #include "models/cost.h"
+
+const double cost_row_knot_bytes[COST_ROW_KNOTS] = {268435456.0,  536870912.0,  1073741824.0, 2147483648.0,
+                                                     4294967296.0, 8589934592.0, 17179869184.0};
+#define NAME(t, k, name, d) name,
+#define CURVE(t, prefix, d) {COST_ROW_KNOTS_OF(NAME, t, prefix, d)},
+const char *const cost_row_names[COST_ROW_TABLES][COST_ROW_KNOTS] = {COST_ROW_CURVES(CURVE)};
+#undef CURVE
+
+const double cost_plane_knot_bytes[COST_PLANE_KNOTS] = {
+    256.0 * 1048576, 512.0 * 1048576, 640.0 * 1048576,  768.0 * 1048576,  832.0 * 1048576,
+    896.0 * 1048576, 960.0 * 1048576, 1024.0 * 1048576, 1152.0 * 1048576, 1280.0 * 1048576,
+    1536.0 * 1048576, 2048.0 * 1048576, 3072.0 * 1048576, 4096.0 * 1048576};
+const double cost_plane_piece_bytes[COST_PLANE_PIECES] = {128.0, 512.0};
+#define CURVE(p, prefix, d) {COST_PLANE_KNOTS_OF(NAME, p, prefix, d)},
+const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS] = {COST_PLANE_CURVES(CURVE)};
+#undef CURVE
+#undef NAME
+
+#define ROW_CURVE_ENTRY(t, prefix, d) {prefix, COST_ROW_KNOTS, cost_row_names[t]},
+#define PLANE_CURVE_ENTRY(p, prefix, d) {prefix, COST_PLANE_KNOTS, cost_plane_names[p]},
+const cost_curve_t cost_curves[] = {COST_ROW_CURVES(ROW_CURVE_ENTRY) COST_PLANE_CURVES(PLANE_CURVE_ENTRY)};
+const size_t cost_curve_count = sizeof cost_curves / sizeof cost_curves[0];
+
+/* The curve's name: its knots' prefix without the trailing '_'. */
+static size_t name_len(const cost_curve_t *cv) { return strlen(cv->prefix) - 1; }
+
+const cost_curve_t *cost_curve_find(const char *name)
+{
+    for (size_t i = 0; i < cost_curve_count; i++)
+        if (strlen(name) == name_len(&cost_curves[i]) && !strncmp(name, cost_curves[i].prefix, name_len(&cost_curves[i])))
+            return &cost_curves[i];
+    return NULL;
+}
+
+const cost_curve_t *cost_curve_of(const char *key, int *knot)
+{
+    for (size_t i = 0; i < cost_curve_count; i++)
+        for (int k = 0; k < cost_curves[i].n_knots; k++)
+            if (!strcmp(key, cost_curves[i].knots[k])) {
+                if (knot) *knot = k;
+                return &cost_curves[i];
+            }
+    return NULL;
+}
+
+int cost_curve_knot(const cost_curve_t *cv, const char *label)
+{
+    for (int k = 0; k < cv->n_knots; k++)
+        if (!strcmp(cv->knots[k] + strlen(cv->prefix), label)) return k;
+    return -1;
+}
 
 #define FIELD(f, s) offsetof(cost_t, f), s
 #define BY_NAME -1, 0

@@ -6,6 +6,7 @@
 
 #include "common/atomicio.h"
 #include "models/calib.h"
+#include "models/cost_params.h"
 
 /* A YAML double-quoted scalar. */
 static void put_q(FILE *fp, const char *s)
@@ -25,7 +26,23 @@ static const char *meta0(const kbset_t *set, const char *key)
     return v ? v : "unknown";
 }
 
-/* The profile name, hardware and params: what models/calib.c reads. */
+/* One parameter's {value, stderr, lo, hi, unit, origin} (a curve's points leave the unit to the curve). */
+static void put_param(FILE *fp, const fit_param_t *p, bool unit)
+{
+    fprintf(fp, "{value: %.8g, stderr: %.3g", p->value, p->stderr_v);
+    if (p->lo <= p->hi) fprintf(fp, ", lo: %.10g, hi: %.10g", p->lo, p->hi);
+    if (unit) {
+        fputs(", unit: ", fp);
+        put_q(fp, p->unit);
+    }
+    fputs(unit ? ",\n      origin: " : ",\n        origin: ", fp);
+    put_q(fp, p->origin);
+    fputs("}", fp);
+    if (unit) fputc('\n', fp);
+}
+
+/* The profile name, hardware and params: what models/calib.c reads. Knots of a curve are written
+ * as the curve (models/cost_params.h). */
 static void emit_params(FILE *fp, const fit_t *f, const kbset_t *set, const profile_info_t *info)
 {
     fprintf(fp, "# Calibration profile fitted by `odsim fit` (validation/fit.c) from measured kbench CSVs.\n"
@@ -37,16 +54,33 @@ static void emit_params(FILE *fp, const fit_t *f, const kbset_t *set, const prof
     snprintf(hw, sizeof hw, "%s | pcie %s | %s", meta0(set, "device"), meta0(set, "pcie"), meta0(set, "virtualisation"));
     put_q(fp, hw);
     fputs("\nparams:\n", fp);
+    bool *done = calloc(cost_curve_count, sizeof *done);   /* curves written (NULL: every knot apart) */
     for (size_t i = 0; i < fit_n_params(f); i++) {
         const fit_param_t *p = fit_param_at(f, i);
-        fprintf(fp, "  %s: {value: %.8g, stderr: %.3g", p->name, p->value, p->stderr_v);
-        if (p->lo <= p->hi) fprintf(fp, ", lo: %.10g, hi: %.10g", p->lo, p->hi);
-        fputs(", unit: ", fp);
+        const cost_curve_t *cv = done ? cost_curve_of(p->name, NULL) : NULL;
+        if (!cv) {
+            fprintf(fp, "  %s: ", p->name);
+            put_param(fp, p, true);
+            continue;
+        }
+        size_t c = (size_t)(cv - cost_curves);
+        if (done[c]) continue;
+        done[c] = true;
+        /* the curve at its first knot fitted: every knot fitted, in the curve's order */
+        fprintf(fp, "  %.*s: {unit: ", (int)strlen(cv->prefix) - 1, cv->prefix);
         put_q(fp, p->unit);
-        fputs(",\n      origin: ", fp);
-        put_q(fp, p->origin);
-        fputs("}\n", fp);
+        fputs(", points: {", fp);
+        bool first = true;
+        for (int k = 0; k < cv->n_knots; k++) {
+            const fit_param_t *q = fit_find(f, cv->knots[k]);
+            if (!q) continue;
+            fprintf(fp, "%s\n      %s: ", first ? "" : ",", cv->knots[k] + strlen(cv->prefix));
+            put_param(fp, q, false);
+            first = false;
+        }
+        fputs("}}\n", fp);
     }
+    free(done);
 }
 
 /* The provenance sections: sources, residuals, notes. */

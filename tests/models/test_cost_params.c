@@ -71,3 +71,36 @@ Test(cost_params, cost_init_fills_each_bound_field_scaled)
     }
     th_machine_free(&t);
 }
+
+/* A curve in a profile: each point becomes its knot's parameter, with its own origin; a knot
+ * written apart, an unknown knot and a wrong unit are errors naming the line and what to write. */
+Test(cost_params, a_profile_curve_sets_its_knots)
+{
+    const char *y = "params:\n"
+                    "  gather_rows_Mps: {unit: \"Mrows/s\", points: {\n"
+                    "      256MiB: {value: 200, origin: \"fitted: a\"},\n"
+                    "      4GiB: {value: 40, stderr: 2, lo: 64, hi: 512, origin: \"fitted: b\"}}}\n";
+    calib_t *c = NULL;
+    err_t e;
+    cr_assert_eq(calib_load_string("p.yaml", y, &c, &e), 0, "%s", e.msg);
+    const calib_param_t *p = calib_find(c, "gather_rows_Mps_4GiB");
+    cr_assert(p);
+    cr_expect_eq(p->value, 40);
+    cr_expect_eq(p->stderr_v, 2);
+    cr_expect_eq(p->hi, 512);
+    cr_expect_str_eq(p->origin, "fitted: b");
+    cr_expect_eq(calib_find(c, "gather_rows_Mps_256MiB")->value, 200);
+    cr_expect_null(calib_find(c, "gather_rows_Mps_1GiB"));
+    calib_free(c);
+    static const struct { const char *yaml, *msg; } bad[] = {
+        {"params:\n  gather_rows_Mps_4GiB: {value: 40, origin: \"x\"}\n",
+         "p.yaml:2:25: key 'params.gather_rows_Mps_4GiB': a point of the curve gather_rows_Mps: write it as gather_rows_Mps: {points: {4GiB: {...}}}"},
+        {"params:\n  gather_rows_Mps: {points: {3GiB: {value: 40, origin: \"x\"}}}\n", "gather_rows_Mps has no knot '3GiB' (its knots: 256MiB, 512MiB, 1GiB, 2GiB, 4GiB, 8GiB, 16GiB)"},
+        {"params:\n  gather_rows_Mps: {unit: \"GB/s\", points: {}}\n", "unit 'GB/s' is not the unit of gather_rows_Mps ('Mrows/s')"},
+        {"params:\n  gather_rows_Mps: {points: [1, 2]}\n", "expected a map of knot to parameter"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_neq(calib_load_string("p.yaml", bad[i].yaml, &c, &e), 0, "%s", bad[i].yaml);
+        cr_expect(strstr(e.msg, bad[i].msg), "%s\nwanted: %s", e.msg, bad[i].msg);
+    }
+}
