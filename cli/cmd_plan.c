@@ -331,14 +331,14 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
            ft->host_bytes / 1073741824.0, ft->host_capacity_bytes / 1073741824.0, ft->hbm_bytes_per_gpu / 1073741824.0,
            ft->hbm_capacity_bytes / 1073741824.0, feas_rc ? feas_msg : "feasible");
     size_t nq = 0;
-    const quality_point_t *qp[4];
+    const quality_point_t *qp[8];
     err_t qe;
-    if (quality_lookup(c->quality, method_name(mt), NULL, method_budget_bits(mt), NAN, qp, 4, &nq, &qe))
+    if (quality_lookup(c->quality, method_name(mt), NULL, method_budget_asked(mt), (double)method_cfg(mt)->k, qp, 8, &nq, &qe))
         printf("\nquality: %s\n", qe.msg);
     else
-        for (size_t i = 0; i < nq && i < 4; i++)
-            printf("\nquality: %s = %g%s (%s, %s; %s)\n", qp[i]->metric, qp[i]->value, qp[i]->approx ? " approx" : "",
-                   qp[i]->model, qp[i]->context, qp[i]->source);
+        for (size_t i = 0; i < nq && i < 8; i++)
+            printf("%squality: %s = %g%s (%s, %s; %s)\n", i ? "" : "\n", qp[i]->metric, qp[i]->value,
+                   qp[i]->approx ? " approx" : "", qp[i]->model, qp[i]->context, qp[i]->origin);
     if (calib_flag_count(c->cal)) {
         printf("\nthese numbers use assumed or out-of-range parameters:\n");
         calib_flags_print(c->cal, stdout);

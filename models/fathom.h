@@ -30,6 +30,7 @@
 #include "common/err.h"
 
 #define FATHOM_MAX_BITS 4
+#define FATHOM_DEFAULT_BUDGET_BITS 56.0   /* the paper's headline budget, scales included */
 #define FATHOM_SCALE_BITS 0.25   /* fp16 scale per 64 tokens, per token */
 #define FATHOM_DEFAULT_LOG_SD 0.75
 #define FATHOM_DEFAULT_OUTLIERS 8

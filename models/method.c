@@ -269,6 +269,7 @@ method_select_t method_select(const method_t *mt) { return mt->select; }
 method_layout_t method_layout(const method_t *mt) { return mt->layout; }
 double method_union(const method_t *mt) { return mt->u; }
 double method_budget_bits(const method_t *mt) { return mt->ix.budget_bits; }
+double method_budget_asked(const method_t *mt) { return mt->ix.asked_bits > 0 ? mt->ix.asked_bits : mt->ix.budget_bits; }
 double method_stored_bits(const method_t *mt) { return mt->ix.stored_bits; }
 const fathom_stats_t *method_fathom(const method_t *mt) { return mt->ix.planned ? &mt->ix.fs : NULL; }
 const char *method_name(const method_t *mt) { return mt->ops->name; }

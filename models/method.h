@@ -106,6 +106,9 @@ const char *method_scan_form(const method_t *mt);
 method_select_t method_select(const method_t *mt);
 method_layout_t method_layout(const method_t *mt);
 double method_union(const method_t *mt);
+/* The budget the method was asked for (or its default): what published quality points name.
+ * Fathom's plans read method_budget_bits on average, at most this. */
+double method_budget_asked(const method_t *mt);
 double method_budget_bits(const method_t *mt);
 /* Index bits stored per token per KV head (scales included), and read per decode step. */
 double method_stored_bits(const method_t *mt);

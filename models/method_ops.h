@@ -20,6 +20,8 @@
 /* What a method's budget rule resolves for a model: the index it keeps and reads. */
 typedef struct method_index {
     double budget_bits;   /* index bits a decode step reads per token per KV head, scales included */
+    double asked_bits;    /* the budget the rule met (Fathom: its target, whose plans read budget_bits
+                           * on average); 0: budget_bits */
     double stored_bits;   /* index bits stored per token per KV head */
     int channels;         /* channels a plane index reads at full depth (SparQ's r), else 0 */
     bool planes;          /* stored as 4-bit planes channel-major: placement planes:t may split it */

@@ -29,11 +29,12 @@ static int resolve(const method_cfg_t *c, const llm_t *m, double kv_bytes, metho
     if (!rc && c->plane_bits > 0)
         rc = fathom_stats(s2, ch, group, (int)c->plane_bits, (int)c->queries, (uint64_t)c->seed, &ix->fs, e);
     else if (!rc)
-        rc = fathom_plane_budget(s2, ch, group, c->budget_bits > 0 ? c->budget_bits : 56, (int)c->queries,
+        rc = fathom_plane_budget(s2, ch, group, c->budget_bits > 0 ? c->budget_bits : FATHOM_DEFAULT_BUDGET_BITS, (int)c->queries,
                                  (uint64_t)c->seed, &ix->fs, e);
     free(s2);
     if (rc) return rc;
     ix->budget_bits = ix->fs.mean_read_bits;  /* what the plane budget reads on average */
+    if (c->plane_bits <= 0) ix->asked_bits = c->budget_bits > 0 ? c->budget_bits : FATHOM_DEFAULT_BUDGET_BITS;
     return ERR_OK;
 }
 

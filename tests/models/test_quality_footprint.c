@@ -14,22 +14,36 @@ Test(quality, lookups_return_points_or_no_data)
     err_t e;
     quality_t *q;
     cr_assert_eq(quality_load(th_path("models/catalog/quality.yaml", path, sizeof path), &q, &e), 0, "%s", e.msg);
-    const quality_point_t *pts[4];
+    const quality_point_t *pts[8];
     size_t n;
-    cr_assert_eq(quality_lookup(q, "hashattn", NULL, 128, NAN, pts, 4, &n, &e), 0, "%s", e.msg);
+    cr_assert_eq(quality_lookup(q, "hashattn", "longbench_avg_loss_points", 128, NAN, pts, 8, &n, &e), 0, "%s", e.msg);
     cr_expect_eq(n, 1);
     cr_expect(pts[0]->approx);
-    cr_expect(strstr(pts[0]->source, "2412.14468") != NULL);
-    cr_expect_eq(quality_lookup(q, "fathom", NULL, 56, 2048, pts, 4, &n, &e), ERR_NOTFOUND);
+    cr_expect(strstr(pts[0]->origin, "2412.14468") != NULL);
+    /* the Fathom paper's step agreement at k = 512 and 2048, no point between */
+    cr_assert_eq(quality_lookup(q, "fathom", "agent_step_agreement", 56, 512, pts, 8, &n, &e), 0, "%s", e.msg);
+    cr_expect_eq(n, 1);
+    cr_expect_float_eq(pts[0]->value, 0.53, 1e-12);
+    cr_expect_float_eq(pts[0]->context_tokens, 97280, 0);
+    cr_expect_str_eq(pts[0]->source, "published");
+    cr_expect_eq(quality_lookup(q, "fathom", "agent_step_agreement", 56, 1024, pts, 8, &n, &e), ERR_NOTFOUND);
     cr_expect(strstr(e.msg, "no data") != NULL, "%s", e.msg);
-    cr_expect_eq(quality_lookup(q, "hashattn", NULL, 64, NAN, pts, 4, &n, &e), ERR_NOTFOUND, "never interpolates");
-    cr_expect_eq(quality_lookup(q, "sparq", NULL, NAN, NAN, pts, 4, &n, &e), ERR_NOTFOUND, "claims are not numbers");
+    cr_expect_eq(quality_lookup(q, "hashattn", NULL, 64, NAN, pts, 8, &n, &e), ERR_NOTFOUND, "never interpolates");
+    cr_expect_eq(quality_lookup(q, "sparq", "ruler_score", NAN, NAN, pts, 8, &n, &e), ERR_NOTFOUND, "claims are not numbers");
     cr_expect(strstr(e.msg, "1 qualitative claim") != NULL, "%s", e.msg);
-    for (size_t i = 0; quality_at(q, i); i++) cr_expect(*quality_at(q, i)->source, "every point has a source");
+    bool higher;
+    cr_expect(quality_metric(q, "longbench_avg_loss_points", &higher) && !higher);
+    cr_expect(quality_metric(q, "ruler_score", &higher) && higher);
+    cr_expect(!quality_metric(q, "rouge", NULL));
+    for (size_t i = 0; quality_at(q, i); i++) cr_expect(*quality_at(q, i)->origin, "every point has an origin");
     quality_free(q);
-    const char *bad = "points:\n  - method: sparq\n    source: x\n    model: m\n    context: c\n";
+    const char *bad = "points:\n  - method: sparq\n    origin: x\n    model: m\n    context: c\n";
     cr_expect_neq(quality_load_string("q.yaml", bad, &q, &e), 0);
     cr_expect(strstr(e.msg, "q.yaml:2:") != NULL, "%s", e.msg);
+    const char *unknown = "metrics: {a: {better: higher, meaning: m}, b: {better: lower, meaning: m}}\n"
+                          "points:\n  - {method: sparq, metric: c, value: 1, origin: x, model: m, context: c}\n";
+    cr_expect_neq(quality_load_string("q.yaml", unknown, &q, &e), 0);
+    cr_expect(strstr(e.msg, "q.yaml:3:29: key 'points[0].metric': unknown metric 'c' (declared: a, b)") != NULL, "%s", e.msg);
 }
 
 static method_t *mk(const llm_t *m, const char *yaml)
