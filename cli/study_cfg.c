@@ -8,6 +8,9 @@
 #define E(k, st, f, d, ch, doc) {k, CFG_T_ENUM, offsetof(st, f), d, 1, 0, ch, doc}
 #define N(k, st, f, doc) {k, CFG_T_NODE, offsetof(st, f), NULL, 1, 0, NULL, doc}
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* The longest run.duration_s and warmup_s: below the SIM_MAX_S (106.7 days) the engine's picosecond
+ * clock holds, with room for what is scheduled past the end. */
+#define RUN_MAX_S 9e6
 
 static const cfg_param_t top_params[] = {
     P("name", CFG_T_STRING, scn_top_t, name, "unnamed", 1, 0, "scenario name, in every output"),
@@ -89,8 +92,8 @@ static const cfg_param_t slo_params[] = {
 };
 
 static const cfg_param_t run_params[] = {
-    P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, 1e7, "simulated time per replication"),
-    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, 1e7, "simulated time excluded from throughput"),
+    P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, RUN_MAX_S, "simulated time per replication"),
+    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, RUN_MAX_S, "simulated time excluded from throughput"),
     P("seed", CFG_T_INT, scn_run_t, seed, "1", 0, 9e18, "root seed: workload, plan and calibration streams derive from it"),
     P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000, "independent replications (intervals are over them)"),
     P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,

@@ -27,6 +27,9 @@ printf 'hardware: {box: h200-1}\nmethod: {method: fathom, k: many}\n' > "$tmp/ty
 expect 1 "key 'method.k'" -- $odsim run "$tmp/type.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {replications: 0}\n' > "$tmp/range.yaml"
 expect 1 "key 'run.replications': 0 is outside [1, 1000]" -- $odsim run "$tmp/range.yaml"
+# the documented maximum once overflowed the picosecond clock and simulated 0 s
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {duration_s: 1e7}\n' > "$tmp/long.yaml"
+expect 1 "long.yaml:3:19: key 'run.duration_s': 1e7 is outside [1e-06, 9e+06]" -- $odsim run "$tmp/long.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: [1, 2\n' > "$tmp/syntax.yaml"
 expect 1 "syntax.yaml:" -- $odsim run "$tmp/syntax.yaml"
 expect 1 "cannot open" -- $odsim run "$tmp/missing.yaml"
