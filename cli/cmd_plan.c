@@ -58,14 +58,15 @@ static const opt_t opts[] = {
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
-static int parse_u64(const char *s, uint64_t *out)
+/* A count with an optional k or M suffix, at most max. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
     char *end;
     double v = strtod(s, &end);
     double mult = 1;
     if (*end == 'k' || *end == 'K') mult = 1024, end++;
     else if (*end == 'M') mult = 1048576, end++;
-    if (end == s || *end || !(v >= 0) || v * mult > 1e15) return -1;
+    if (end == s || *end || !(v >= 0) || !(v * mult <= (double)max)) return -1;
     *out = (uint64_t)(v * mult);
     return 0;
 }
@@ -84,19 +85,21 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
         if (i + 1 >= argc) return cmd_usage_error(&cmd_plan, "%s needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--context")) {
-            if (parse_u64(v, &a->context)) return cmd_usage_error(&cmd_plan, "--context %s: expected a token count", v);
+            if (parse_u64(v, METHOD_MAX_CONTEXT_TOKENS, &a->context))
+                return cmd_usage_error(&cmd_plan, "--context %s: expected a token count of at most %llu (4Gi)", v,
+                                       METHOD_MAX_CONTEXT_TOKENS);
             a->have_context = true;
             continue;
         }
         if (!strcmp(f, "--prefill")) {
             uint64_t t;
-            if (parse_u64(v, &t) || t < 1 || t > 1u << 24) return cmd_usage_error(&cmd_plan, "--prefill %s: expected tokens", v);
+            if (parse_u64(v, 1u << 24, &t) || t < 1) return cmd_usage_error(&cmd_plan, "--prefill %s: expected tokens", v);
             a->prefill = (uint32_t)t;
             continue;
         }
         if (!strcmp(f, "--sessions")) {
             uint64_t s;
-            if (parse_u64(v, &s) || s < 1 || s > 1000000) return cmd_usage_error(&cmd_plan, "--sessions %s", v);
+            if (parse_u64(v, 1000000, &s) || s < 1) return cmd_usage_error(&cmd_plan, "--sessions %s", v);
             a->sessions = (int)s;
             continue;
         }

@@ -2,6 +2,7 @@
 
 #include <stddef.h>
 
+#include "models/method.h"
 #include "sim/exec.h"
 
 #define P(k, t, st, f, d, lo, hi, doc) {k, t, offsetof(st, f), d, lo, hi, NULL, doc}
@@ -108,7 +109,7 @@ static const cfg_param_t probe_params[] = {
     E("what", scn_probe_t, what, "op", probe_whats, "a single op, one layer's step, or sessions looping steps"),
     P("op", CFG_T_STRING, scn_probe_t, op, "", 1, 0, "op kind (models/opkind.h)"),
     P("variant", CFG_T_STRING, scn_probe_t, variant, "", 1, 0, "kbench variant (path, method or mix)"),
-    P("n_tokens", CFG_T_INT, scn_probe_t, n_tokens, "0", 0, 1e10, "context tokens"),
+    P("n_tokens", CFG_T_INT, scn_probe_t, n_tokens, "0", 0, (double)METHOD_MAX_CONTEXT_TOKENS, "context tokens"),
     P("heads", CFG_T_INT, scn_probe_t, heads, "0", 0, 1e6, "KV heads"),
     P("bits", CFG_T_INT, scn_probe_t, bits, "0", 0, 1e6, "index bits per token per KV head"),
     P("k", CFG_T_INT, scn_probe_t, k, "0", 0, 1e9, "selected tokens"),

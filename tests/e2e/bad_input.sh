@@ -49,6 +49,9 @@ expect 2 "--repeat needs a value" -- $odsim validate validation/data/h200 --repe
 expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32K --method pertoken --layout page
 expect 1 "a plane-scan kernel of Fathom's, not sparq's" -- $odsim plan --model qwen3-8b --context 32K --method sparq --plane-scan token_per_thread
 expect 2 "use --plane-scan" -- $odsim plan --model qwen3-8b --context 32K --method fathom --scan-kernel v1
+# a context past what a plan's counts hold once overflowed them and printed nonsense
+expect 2 "--context 1e15: expected a token count of at most 4294967296 (4Gi)" -- $odsim plan --model qwen3-8b --context 1e15 --method fathom
+expect 2 "--context 4097M: expected a token count" -- $odsim plan --model qwen3-8b --context 4097M --method fathom
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom, keys: kbench}\n' > "$tmp/keys.yaml"
 expect 1 "key 'method.keys': removed: use key_variances" -- $odsim run "$tmp/keys.yaml"
 [ $fail -eq 0 ] || exit 1
