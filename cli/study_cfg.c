@@ -176,7 +176,12 @@ int scn_bind_slo(const cfg_node_t *n, scn_slo_t *out, err_t *e)
 }
 int scn_bind_run(const cfg_node_t *n, scn_run_t *out, err_t *e)
 {
-    return cfg_bind(n, run_params, COUNT(run_params), out, e);
+    int rc = cfg_bind(n, run_params, COUNT(run_params), out, e);
+    /* a warm-up as long as the run leaves nothing to measure (it once became 0 silently) */
+    if (!rc && out->warmup_s > 0 && out->warmup_s >= out->duration_s)
+        return cfg_error(e, ERR_INVAL, cfg_get(n, "warmup_s"), "warmup_s %g s is not below run.duration_s %g s",
+                         out->warmup_s, out->duration_s);
+    return rc;
 }
 int scn_bind_probe(const cfg_node_t *n, scn_probe_t *out, err_t *e)
 {

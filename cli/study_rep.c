@@ -566,7 +566,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     const char *timeline = k == 0 && opts ? opts->timeline_path : NULL;
     if (!rc) rc = exec_make(pt, k, rep, pools, timeline ? opts->timeline_plans : 0, e);
     free(pools);
-    rep->warmup_s = pt->run.warmup_s < pt->run.duration_s ? pt->run.warmup_s : 0;
+    rep->warmup_s = pt->run.warmup_s; /* below duration_s (scn_bind_run) */
     if (!rc && pt->wl.kind != SCN_WL_PROBE) rc = samplers_start(rep, pt->run.duration_s, e);
     /* One method for every session of the replication; its planner draws from the plans stream,
      * common to every point of a sweep. */

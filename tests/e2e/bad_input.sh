@@ -30,6 +30,8 @@ expect 1 "key 'run.replications': 0 is outside [1, 1000]" -- $odsim run "$tmp/ra
 # the documented maximum once overflowed the picosecond clock and simulated 0 s
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {duration_s: 1e7}\n' > "$tmp/long.yaml"
 expect 1 "long.yaml:3:19: key 'run.duration_s': 1e7 is outside [1e-06, 9e+06]" -- $odsim run "$tmp/long.yaml"
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {duration_s: 10, warmup_s: 10}\n' > "$tmp/warm.yaml"
+expect 1 "warm.yaml:3:33: key 'run.warmup_s': warmup_s 10 s is not below run.duration_s 10 s" -- $odsim run "$tmp/warm.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: [1, 2\n' > "$tmp/syntax.yaml"
 expect 1 "syntax.yaml:" -- $odsim run "$tmp/syntax.yaml"
 expect 1 "cannot open" -- $odsim run "$tmp/missing.yaml"
