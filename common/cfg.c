@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -622,14 +623,34 @@ int cfg_double(const cfg_node_t *n, double *out, err_t *e)
 static const unit_t count_units[] = {
     {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {NULL, 0}};
 
+/* 2^53: a double holds every integer below it, and not every one above. */
+#define CFG_EXACT_DOUBLE_INT 9007199254740992.0
+
 int cfg_int64(const cfg_node_t *n, int64_t *out, err_t *e)
 {
-    double v;
-    int rc = parse_number(n, "an integer", count_units, &v, e);
+    int rc = need_scalar(n, "an integer", e);
     if (rc) return rc;
-    if (v != floor(v)) return cfg_error(e, ERR_INVAL, n, "expected an integer, got '%s'", n->str);
-    if (fabs(v) > 9.0e18) return cfg_error(e, ERR_RANGE, n, "integer '%s' is too large", n->str);
-    *out = (int64_t)v;
+    /* Digits and a suffix are read exactly (a seed above 2^53 once collided with its neighbours). */
+    errno = 0;
+    char *end;
+    long long v = strtoll(n->str, &end, 10);
+    if (end != n->str && errno == ERANGE) return cfg_error(e, ERR_RANGE, n, "integer '%s' is too large", n->str);
+    while (end != n->str && *end == ' ') end++;
+    for (const unit_t *u = count_units; end != n->str && u->name; u++) {
+        if (*end && strcmp(end, u->name)) continue;
+        long long f = *end ? (long long)u->factor : 1;
+        if (v > LLONG_MAX / f || v < LLONG_MIN / f) return cfg_error(e, ERR_RANGE, n, "integer '%s' is too large", n->str);
+        *out = v * f;
+        return ERR_OK;
+    }
+    /* Anything else (1e6, 1.5k) through a double, which is exact only below 2^53. */
+    double d;
+    rc = parse_number(n, "an integer", count_units, &d, e);
+    if (rc) return rc;
+    if (d != floor(d)) return cfg_error(e, ERR_INVAL, n, "expected an integer, got '%s'", n->str);
+    if (fabs(d) >= CFG_EXACT_DOUBLE_INT)
+        return cfg_error(e, ERR_RANGE, n, "integer '%s' is not exact beyond 2^53 as a number: write its digits", n->str);
+    *out = (int64_t)d;
     return ERR_OK;
 }
 

@@ -216,3 +216,32 @@ Test(atomicio, nothing_half_written)
     unlink(path);
     rmdir(dir);
 }
+
+static int64_t int_of(const char *text, int want_rc)
+{
+    cfg_doc_t *d = parse_ok(text);
+    int64_t v = -1;
+    err_t e;
+    int rc = cfg_int64(cfg_get(cfg_root(d), "n"), &v, &e);
+    cr_assert_eq(rc, want_rc, "%s: got %d (%s)", text, rc, rc ? e.msg : "");
+    cfg_free(d);
+    return v;
+}
+
+/* Integers are read exactly: neighbours above 2^53 stay distinct (seeds once collided through a double). */
+Test(cfg, integers_are_exact)
+{
+    cr_assert_eq(int_of("n: 9007199254740993\n", 0), 9007199254740993LL);
+    cr_assert_eq(int_of("n: 9007199254740992\n", 0), 9007199254740992LL);
+    cr_assert_eq(int_of("n: 9223372036854775807\n", 0), INT64_MAX);
+    cr_assert_eq(int_of("n: -9223372036854775808\n", 0), INT64_MIN);
+    cr_assert_eq(int_of("n: 8796093022207Mi\n", 0), 8796093022207LL << 20);
+    cr_assert_eq(int_of("n: 3 k\n", 0), 3000);
+    cr_assert_eq(int_of("n: 1e6\n", 0), 1000000);
+    cr_assert_eq(int_of("n: 1.5Ki\n", 0), 1536);
+    int_of("n: 9223372036854775808\n", ERR_RANGE);
+    int_of("n: 8796093022208Mi\n", ERR_RANGE);
+    int_of("n: 1e17\n", ERR_RANGE);
+    int_of("n: 2.5\n", ERR_INVAL);
+    int_of("n: 12x\n", ERR_INVAL);
+}
