@@ -476,6 +476,18 @@ static int feed_generator(feed_t *f, err_t *e)
     bool closed = h->session_arrivals == TRACE_ARRIVALS_CLOSED;
     uint32_t pop = f->opts && f->opts->sessions ? f->opts->sessions : h->population;
     uint64_t want = closed ? (uint64_t)pop * (uint64_t)f->pt->wl.sessions_per_user : UINT64_MAX;
+    uint64_t cap = tracegen_sessions_max(g);
+    if (closed && cap && want > cap) { /* the cap once silently ran fewer users than the population */
+        const cfg_node_t *gen = f->pt->wl.generator, *at = gen ? cfg_get(gen, "sessions") : NULL;
+        if (gen && !at) at = cfg_get(gen, "population");
+        char msg[256];
+        snprintf(msg, sizeof msg, "population %u x workload.sessions_per_user %llu need %llu sessions, but "
+                 "workload.generator.sessions draws at most %llu: raise it (0: unbounded)", pop,
+                 (unsigned long long)f->pt->wl.sessions_per_user, (unsigned long long)want, (unsigned long long)cap);
+        rc = at || gen ? cfg_error(e, ERR_INVAL, at ? at : gen, "%s", msg) : err_set(e, ERR_INVAL, "%s", msg);
+        tracegen_free(g);
+        return rc;
+    }
     trace_t t;
     trace_init(&t);
     while (!rc && t.n_sessions < want) {

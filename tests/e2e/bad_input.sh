@@ -32,6 +32,9 @@ printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {duration_s: 1e7
 expect 1 "long.yaml:3:19: key 'run.duration_s': 1e7 is outside [1e-06, 9e+06]" -- $odsim run "$tmp/long.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {duration_s: 10, warmup_s: 10}\n' > "$tmp/warm.yaml"
 expect 1 "warm.yaml:3:33: key 'run.warmup_s': warmup_s 10 s is not below run.duration_s 10 s" -- $odsim run "$tmp/warm.yaml"
+# a population the generator's session cap cannot fill once ran fewer users silently
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nworkload:\n  kind: generator\n  generator: {arrival: closed, population: 300}\n' > "$tmp/pop.yaml"
+expect 1 "pop.yaml:5:44: key 'workload.generator.population': population 300 x workload.sessions_per_user 4 need 1200 sessions, but workload.generator.sessions draws at most 1000" -- $odsim run "$tmp/pop.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: [1, 2\n' > "$tmp/syntax.yaml"
 expect 1 "syntax.yaml:" -- $odsim run "$tmp/syntax.yaml"
 expect 1 "cannot open" -- $odsim run "$tmp/missing.yaml"
