@@ -394,6 +394,22 @@ Test(import_bad, mooncake)
         ERR_PARSE, "bad.in:2: not JSON");
 }
 
+/* Rows without a hash block: one-turn sessions of their own (the importer once offset a NULL array,
+ * which clang's UBSan reports: tests/fuzz/seeds/fuzz_trace_mooncake/no_hash_ids.jsonl under make fuzz). */
+Test(import_ok, mooncake_rows_without_hash_ids)
+{
+    const char *text = "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n"
+                       "{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 2, \"hash_ids\": []}\n";
+    trace_t t;
+    err_t e;
+    cr_assert_eq(trace_import_mem(TRACE_FMT_MOONCAKE, "x.jsonl", text, strlen(text), NULL, &t, &e), 0, "%s", e.msg);
+    cr_assert_eq(t.n_sessions, 2);
+    cr_assert_eq(t.sessions[1].arrival_ns, 5000000);
+    cr_assert_eq(t.sessions[1].n_turns, 1);
+    cr_assert_eq(t.sessions[1].turns[0].decode_tokens, 2);
+    trace_free(&t);
+}
+
 #define AZ_H "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 
 Test(import_bad, azure)
