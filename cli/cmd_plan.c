@@ -259,6 +259,16 @@ static bool same_layer(const layer_sum_t *a, const layer_sum_t *b)
 
 static double us(sim_ps_t t) { return (double)t / 1e6; }
 
+/* The offloaded tokens (context beyond the window) when the method's selection (k, widened by the
+ * union of its heads) takes every one of them, the plan fetching them all; 0 otherwise. */
+static double k_clamped_to(const ctx_t *c)
+{
+    const method_t *mt = provider_method(c->prov);
+    method_layer_t o;
+    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > 0, &o);
+    return o.winner_rows > 0 && o.winner_rows >= o.n_off * method_llm(mt)->kv_heads ? o.n_off : 0;
+}
+
 static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, const footprint_total_t *ft,
                        int feas_rc, const char *feas_msg)
 {
@@ -277,6 +287,10 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
            method_budget_bits(mt), method_stored_bits(mt), (long long)cfg->k, sel[method_select(mt)], method_union(mt),
            lay[method_layout(mt)], cfg->placement, llm_dtype_names[cfg->kv_dtype], llm_dtype_names[cfg->weight_dtype],
            (long long)cfg->chunk, cfg->fetch == FETCH_SM ? "sm" : "ce", cfg->index_fetch == FETCH_SM ? "sm" : "ce");
+    double clamped = k_clamped_to(c);
+    if (clamped > 0)
+        printf("  note: k %lld selects all %.0f offloaded tokens (context beyond the window): the plan fetches every one\n",
+               (long long)cfg->k, clamped);
     const fathom_stats_t *fs = method_fathom(mt);
     if (fs)
         printf("  fathom: plane-bit budget %d, %.1f active channels (sd %.1f, %d..%d), relative residual score error %.4f\n",
@@ -370,6 +384,7 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     jset(set, "budget_bits", method_budget_bits(mt));
     jset(set, "stored_bits", method_stored_bits(mt));
     json_object_set_new(set, "k_tokens", json_integer(cfg->k));
+    json_object_set_new(set, "k_selects_every_offloaded_token", json_boolean(k_clamped_to(c) > 0));
     json_object_set_new(set, "window_tokens", json_integer(cfg->window));
     json_object_set_new(set, "chunk_tokens", json_integer(cfg->chunk));
     jset(set, "union_factor", method_union(mt));
