@@ -337,6 +337,13 @@ int cfg_parse_string(const char *name, const char *text, size_t len, cfg_doc_t *
 {
     *out = NULL;
     parser_t p = {.name = name ? name : "<string>", .e = e};
+    /* libyaml ends the stream at a NUL byte: what follows would be dropped silently */
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        int line = 1;
+        for (const char *c = text; c < nul; c++) line += *c == '\n';
+        return err_set(e, ERR_PARSE, "%s:%d: a NUL byte: YAML is text", p.name, line);
+    }
     if (!yaml_parser_initialize(&p.yp)) return err_set(e, ERR_NOMEM, "%s: cannot start the YAML parser", p.name);
     yaml_parser_set_input_string(&p.yp, (const unsigned char *)text, len);
     cfg_node_t *root;

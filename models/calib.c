@@ -141,10 +141,10 @@ static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
     return ERR_OK;
 }
 
-int calib_load_string(const char *name, const char *text, calib_t **out, err_t *e)
+/* A profile from len bytes of text (NUL bytes included: the YAML reader rejects them). */
+static int load_text(const char *name, const char *text, size_t len, calib_t **out, err_t *e)
 {
     cfg_doc_t *doc = NULL;
-    size_t len = strlen(text);
     int rc = calib_new(out, e);
     if (!rc) rc = cfg_parse_string(name, text, len, &doc, e);
     if (!rc) rc = load_doc(*out, doc, e);
@@ -156,6 +156,11 @@ int calib_load_string(const char *name, const char *text, calib_t **out, err_t *
     }
     (*out)->hash = str_fnv1a(text, len);
     return ERR_OK;
+}
+
+int calib_load_string(const char *name, const char *text, calib_t **out, err_t *e)
+{
+    return load_text(name, text, strlen(text), out, e);
 }
 
 int calib_load(const char *path, calib_t **out, err_t *e)
@@ -183,7 +188,7 @@ int calib_load(const char *path, calib_t **out, err_t *e)
     fclose(fp);
     if (!rc) {
         buf[len] = '\0';
-        rc = calib_load_string(path, buf, out, e);
+        rc = load_text(path, buf, len, out, e);
     }
     free(buf);
     return rc;

@@ -245,3 +245,14 @@ Test(cfg, integers_are_exact)
     int_of("n: 2.5\n", ERR_INVAL);
     int_of("n: 12x\n", ERR_INVAL);
 }
+
+/* A NUL byte ends libyaml's stream: the reader rejects it with its line instead of dropping the rest. */
+Test(cfg, a_nul_byte_is_an_error_with_its_line)
+{
+    static const char text[] = "a: 1\nb: 2\x00\nc: 3\n";
+    cfg_doc_t *d = NULL;
+    err_t e;
+    cr_assert_eq(cfg_parse_string("p.yaml", text, sizeof text - 1, &d, &e), ERR_PARSE);
+    cr_assert_null(d);
+    cr_assert(strstr(e.msg, "p.yaml:2: a NUL byte"), "%s", e.msg);
+}

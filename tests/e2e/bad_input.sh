@@ -38,6 +38,12 @@ expect 1 "pop.yaml:5:44: key 'workload.generator.population': population 300 x w
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: [1, 2\n' > "$tmp/syntax.yaml"
 expect 1 "syntax.yaml:" -- $odsim run "$tmp/syntax.yaml"
 expect 1 "cannot open" -- $odsim run "$tmp/missing.yaml"
+# a NUL byte once ended the scenario or profile there, silently (the run key after it was dropped)
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\x00\nrun: {replications: 0}\n' > "$tmp/nul.yaml"
+expect 1 "nul.yaml:2: a NUL byte: YAML is text" -- $odsim run "$tmp/nul.yaml"
+{ printf '\x00'; cat models/calib/h200.yaml; } > "$tmp/nulcal.yaml"
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\ncalibration: %s\n' "$tmp/nulcal.yaml" > "$tmp/nulcal_run.yaml"
+expect 1 "nulcal.yaml:1: a NUL byte" -- $odsim run "$tmp/nulcal_run.yaml"
 expect 1 "--set" -- $odsim run tests/data/small.yaml --set run.duration_s=fast
 expect 2 "unknown option" -- $odsim run tests/data/small.yaml --bogus
 expect 2 "no scenario given" -- $odsim run
