@@ -11,8 +11,6 @@
 
 #include "common/atomicio.h"
 
-/* Config files are small; anything larger is a mistake, not a config. */
-#define CFG_MAX_FILE_BYTES (64u << 20)
 #define CFG_MAX_DEPTH 64
 
 struct cfg_node {

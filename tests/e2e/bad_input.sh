@@ -38,6 +38,10 @@ expect 1 "pop.yaml:5:44: key 'workload.generator.population': population 300 x w
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: [1, 2\n' > "$tmp/syntax.yaml"
 expect 1 "syntax.yaml:" -- $odsim run "$tmp/syntax.yaml"
 expect 1 "cannot open" -- $odsim run "$tmp/missing.yaml"
+# a profile or scenario on an endless file: an error at the size limit (it once read without end)
+printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\ncalibration: /dev/zero\n' > "$tmp/zero.yaml"
+expect 1 "/dev/zero: larger than 67108864 bytes" -- timeout 60 $odsim run "$tmp/zero.yaml"
+expect 1 "/dev/zero: larger than 67108864 bytes" -- timeout 60 $odsim run /dev/zero
 # a NUL byte once ended the scenario or profile there, silently (the run key after it was dropped)
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\x00\nrun: {replications: 0}\n' > "$tmp/nul.yaml"
 expect 1 "nul.yaml:2: a NUL byte: YAML is text" -- $odsim run "$tmp/nul.yaml"
