@@ -22,7 +22,7 @@ Y
 expect 1 "typo.yaml:5:17: key 'serving.prefil_chunk': unknown key 'prefil_chunk' (did you mean 'prefill_chunk'?)" -- $odsim run "$tmp/typo.yaml" --out "$tmp/out1"
 [ -e "$tmp/out1" ] && { echo "FAIL: output written for a bad scenario"; fail=1; }
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun:\n  seed: 1\n  seed: 2\n' > "$tmp/dup.yaml"
-expect 1 "dup.yaml:5:3: duplicate key 'seed'" -- $odsim run "$tmp/dup.yaml"
+expect 1 "dup.yaml:5:3: duplicate key 'seed' (first at line 4)" -- $odsim run "$tmp/dup.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom, k: many}\n' > "$tmp/type.yaml"
 expect 1 "key 'method.k'" -- $odsim run "$tmp/type.yaml"
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom}\nrun: {replications: 0}\n' > "$tmp/range.yaml"
