@@ -481,8 +481,9 @@ static int feed_generator(feed_t *f, err_t *e)
         const cfg_node_t *gen = f->pt->wl.generator, *at = gen ? cfg_get(gen, "sessions") : NULL;
         if (gen && !at) at = cfg_get(gen, "population");
         char msg[256];
-        snprintf(msg, sizeof msg, "population %u x workload.sessions_per_user %llu need %llu sessions, but "
+        snprintf(msg, sizeof msg, "population %u%s x workload.sessions_per_user %llu need %llu sessions, but "
                  "workload.generator.sessions draws at most %llu: raise it (0: unbounded)", pop,
+                 f->opts && f->opts->sessions ? " (the capacity search's)" : "",
                  (unsigned long long)f->pt->wl.sessions_per_user, (unsigned long long)want, (unsigned long long)cap);
         rc = at || gen ? cfg_error(e, ERR_INVAL, at ? at : gen, "%s", msg) : err_set(e, ERR_INVAL, "%s", msg);
         tracegen_free(g);
