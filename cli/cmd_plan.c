@@ -58,14 +58,15 @@ static const opt_t opts[] = {
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
-static int parse_u64(const char *s, uint64_t *out)
+/* A count with an optional k or M suffix, at most max. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
     char *end;
     double v = strtod(s, &end);
     double mult = 1;
     if (*end == 'k' || *end == 'K') mult = 1024, end++;
     else if (*end == 'M') mult = 1048576, end++;
-    if (end == s || *end || !(v >= 0) || v * mult > 1e15) return -1;
+    if (end == s || *end || !(v >= 0) || !(v * mult <= (double)max)) return -1;
     *out = (uint64_t)(v * mult);
     return 0;
 }
@@ -84,19 +85,21 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
         if (i + 1 >= argc) return cmd_usage_error(&cmd_plan, "%s needs a value", f);
         const char *v = argv[++i];
         if (!strcmp(f, "--context")) {
-            if (parse_u64(v, &a->context)) return cmd_usage_error(&cmd_plan, "--context %s: expected a token count", v);
+            if (parse_u64(v, METHOD_MAX_CONTEXT_TOKENS, &a->context))
+                return cmd_usage_error(&cmd_plan, "--context %s: expected a token count of at most %llu (4Gi)", v,
+                                       METHOD_MAX_CONTEXT_TOKENS);
             a->have_context = true;
             continue;
         }
         if (!strcmp(f, "--prefill")) {
             uint64_t t;
-            if (parse_u64(v, &t) || t < 1 || t > 1u << 24) return cmd_usage_error(&cmd_plan, "--prefill %s: expected tokens", v);
+            if (parse_u64(v, 1u << 24, &t) || t < 1) return cmd_usage_error(&cmd_plan, "--prefill %s: expected tokens", v);
             a->prefill = (uint32_t)t;
             continue;
         }
         if (!strcmp(f, "--sessions")) {
             uint64_t s;
-            if (parse_u64(v, &s) || s < 1 || s > 1000000) return cmd_usage_error(&cmd_plan, "--sessions %s", v);
+            if (parse_u64(v, 1000000, &s) || s < 1) return cmd_usage_error(&cmd_plan, "--sessions %s", v);
             a->sessions = (int)s;
             continue;
         }
@@ -256,6 +259,16 @@ static bool same_layer(const layer_sum_t *a, const layer_sum_t *b)
 
 static double us(sim_ps_t t) { return (double)t / 1e6; }
 
+/* The offloaded tokens (context beyond the window) when the method's selection (k, widened by the
+ * union of its heads) takes every one of them, the plan fetching them all; 0 otherwise. */
+static double k_clamped_to(const ctx_t *c)
+{
+    const method_t *mt = provider_method(c->prov);
+    method_layer_t o;
+    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > 0, &o);
+    return o.winner_rows > 0 && o.winner_rows >= o.n_off * method_llm(mt)->kv_heads ? o.n_off : 0;
+}
+
 static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, const footprint_total_t *ft,
                        int feas_rc, const char *feas_msg)
 {
@@ -274,6 +287,10 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
            method_budget_bits(mt), method_stored_bits(mt), (long long)cfg->k, sel[method_select(mt)], method_union(mt),
            lay[method_layout(mt)], cfg->placement, llm_dtype_names[cfg->kv_dtype], llm_dtype_names[cfg->weight_dtype],
            (long long)cfg->chunk, cfg->fetch == FETCH_SM ? "sm" : "ce", cfg->index_fetch == FETCH_SM ? "sm" : "ce");
+    double clamped = k_clamped_to(c);
+    if (clamped > 0)
+        printf("  note: k %lld selects all %.0f offloaded tokens (context beyond the window): the plan fetches every one\n",
+               (long long)cfg->k, clamped);
     const fathom_stats_t *fs = method_fathom(mt);
     if (fs)
         printf("  fathom: plane-bit budget %d, %.1f active channels (sd %.1f, %d..%d), relative residual score error %.4f\n",
@@ -367,6 +384,7 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     jset(set, "budget_bits", method_budget_bits(mt));
     jset(set, "stored_bits", method_stored_bits(mt));
     json_object_set_new(set, "k_tokens", json_integer(cfg->k));
+    json_object_set_new(set, "k_selects_every_offloaded_token", json_boolean(k_clamped_to(c) > 0));
     json_object_set_new(set, "window_tokens", json_integer(cfg->window));
     json_object_set_new(set, "chunk_tokens", json_integer(cfg->chunk));
     jset(set, "union_factor", method_union(mt));

@@ -2,12 +2,16 @@
 
 #include <stddef.h>
 
+#include "models/method.h"
 #include "sim/exec.h"
 
 #define P(k, t, st, f, d, lo, hi, doc) {k, t, offsetof(st, f), d, lo, hi, NULL, doc}
 #define E(k, st, f, d, ch, doc) {k, CFG_T_ENUM, offsetof(st, f), d, 1, 0, ch, doc}
 #define N(k, st, f, doc) {k, CFG_T_NODE, offsetof(st, f), NULL, 1, 0, NULL, doc}
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* The longest run.duration_s and warmup_s: below the SIM_MAX_S (106.7 days) the engine's picosecond
+ * clock holds, with room for what is scheduled past the end. */
+#define RUN_MAX_S 9e6
 
 static const cfg_param_t top_params[] = {
     P("name", CFG_T_STRING, scn_top_t, name, "unnamed", 1, 0, "scenario name, in every output"),
@@ -89,8 +93,8 @@ static const cfg_param_t slo_params[] = {
 };
 
 static const cfg_param_t run_params[] = {
-    P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, 1e7, "simulated time per replication"),
-    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, 1e7, "simulated time excluded from throughput"),
+    P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, RUN_MAX_S, "simulated time per replication"),
+    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, RUN_MAX_S, "simulated time excluded from throughput"),
     P("seed", CFG_T_INT, scn_run_t, seed, "1", 0, 9e18, "root seed: workload, plan and calibration streams derive from it"),
     P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000, "independent replications (intervals are over them)"),
     P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,
@@ -105,7 +109,7 @@ static const cfg_param_t probe_params[] = {
     E("what", scn_probe_t, what, "op", probe_whats, "a single op, one layer's step, or sessions looping steps"),
     P("op", CFG_T_STRING, scn_probe_t, op, "", 1, 0, "op kind (models/opkind.h)"),
     P("variant", CFG_T_STRING, scn_probe_t, variant, "", 1, 0, "kbench variant (path, method or mix)"),
-    P("n_tokens", CFG_T_INT, scn_probe_t, n_tokens, "0", 0, 1e10, "context tokens"),
+    P("n_tokens", CFG_T_INT, scn_probe_t, n_tokens, "0", 0, (double)METHOD_MAX_CONTEXT_TOKENS, "context tokens"),
     P("heads", CFG_T_INT, scn_probe_t, heads, "0", 0, 1e6, "KV heads"),
     P("bits", CFG_T_INT, scn_probe_t, bits, "0", 0, 1e6, "index bits per token per KV head"),
     P("k", CFG_T_INT, scn_probe_t, k, "0", 0, 1e9, "selected tokens"),
@@ -172,7 +176,12 @@ int scn_bind_slo(const cfg_node_t *n, scn_slo_t *out, err_t *e)
 }
 int scn_bind_run(const cfg_node_t *n, scn_run_t *out, err_t *e)
 {
-    return cfg_bind(n, run_params, COUNT(run_params), out, e);
+    int rc = cfg_bind(n, run_params, COUNT(run_params), out, e);
+    /* a warm-up as long as the run leaves nothing to measure (it once became 0 silently) */
+    if (!rc && out->warmup_s > 0 && out->warmup_s >= out->duration_s)
+        return cfg_error(e, ERR_INVAL, cfg_get(n, "warmup_s"), "warmup_s %g s is not below run.duration_s %g s",
+                         out->warmup_s, out->duration_s);
+    return rc;
 }
 int scn_bind_probe(const cfg_node_t *n, scn_probe_t *out, err_t *e)
 {

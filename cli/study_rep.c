@@ -122,6 +122,14 @@ static void on_plan(void *arg, uint64_t session, plan_phase_t phase, uint64_t ct
     rep->ctx_step_s[rep->n_ctx++] = latency_s;
 }
 
+/* s seconds as engine time, rounded down as the study always rounded its own times; SIM_TIME_NEVER
+ * when the clock cannot hold it. */
+static sim_ps_t down_ps(double s)
+{
+    sim_ps_t t;
+    return sim_ps_of_s(s, SIM_ROUND_DOWN, &t) ? t : SIM_TIME_NEVER;
+}
+
 static void util_tick(sim_t *sim, void *arg)
 {
     study_rep_t *rep = arg;
@@ -136,7 +144,7 @@ static void util_tick(sim_t *sim, void *arg)
         rep->util_t_s[rep->n_util++] = t;
     }
     err_t e;
-    if (rep->n_util < rep->cap_util) sim_at(sim, sim_now(sim) + (sim_ps_t)(rep->util_dt_s * (double)SIM_PS_PER_S), util_tick, rep, &e);
+    if (rep->n_util < rep->cap_util) sim_at(sim, sim_ps_add(sim_now(sim), down_ps(rep->util_dt_s)), util_tick, rep, &e);
 }
 
 typedef struct progress {
@@ -161,7 +169,7 @@ static void progress_tick(sim_t *sim, void *arg)
         p->shown = true;
     }
     err_t e;
-    if (frac < 0.995) sim_at(sim, sim_now(sim) + (sim_ps_t)(p->duration_s / 100 * (double)SIM_PS_PER_S), progress_tick, p, &e);
+    if (frac < 0.995) sim_at(sim, sim_ps_add(sim_now(sim), down_ps(p->duration_s / 100)), progress_tick, p, &e);
 }
 
 static void warmup_tick(sim_t *sim, void *arg)
@@ -183,8 +191,8 @@ static int samplers_start(study_rep_t *rep, double duration_s, err_t *e)
     rep->last_work = calloc(rep->n_res ? rep->n_res : 1, sizeof *rep->last_work);
     if (!rep->ctx_tokens || !rep->ctx_step_s || !rep->util_t_s || !rep->util || !rep->last_work)
         return err_set(e, ERR_NOMEM, "out of memory");
-    int rc = sim_at(rep->sim, (sim_ps_t)(rep->util_dt_s * (double)SIM_PS_PER_S), util_tick, rep, e);
-    if (!rc && rep->warmup_s > 0) rc = sim_at(rep->sim, (sim_ps_t)(rep->warmup_s * (double)SIM_PS_PER_S), warmup_tick, rep, e);
+    int rc = sim_at(rep->sim, down_ps(rep->util_dt_s), util_tick, rep, e);
+    if (!rc && rep->warmup_s > 0) rc = sim_at(rep->sim, down_ps(rep->warmup_s), warmup_tick, rep, e);
     return rc;
 }
 
@@ -243,12 +251,12 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .coarse_reuse = pt->serving.coarse_reuse,
         .admission = (exec_admit_t)pt->serving.admission, .n_gpus = pt->hw.gpus,
         .max_batch = (uint32_t)pt->serving.max_batch, .prefill_chunk = (uint32_t)pt->serving.prefill_chunk,
-        .graph_launch_ps = (sim_ps_t)(rep->cost.graph_launch_s * (double)SIM_PS_PER_S),
+        .graph_launch_ps = down_ps(rep->cost.graph_launch_s),
         .hw_queues = (uint32_t)pt->serving.hw_queues, .one_stream = pt->serving.session_streams == SCN_STREAMS_ONE,
         .gathers_exclusive = pt->serving.gathers_exclusive,
         .latency_from_queue = pt->serving.latency_from == SCN_LATENCY_DEVICE,
-        .timeslice_ps = (sim_ps_t)(rep->cost.timeslice_s * (double)SIM_PS_PER_S),
-        .ctx_switch_ps = (sim_ps_t)(rep->cost.ctx_switch_s * (double)SIM_PS_PER_S),
+        .timeslice_ps = down_ps(rep->cost.timeslice_s),
+        .ctx_switch_ps = down_ps(rep->cost.ctx_switch_s),
         .copy_handoff_ps = cost_ps(rep->cost.ce_handoff_s),
         .copy_handoff_spread_ps = pt->run.jitter ? cost_ps(rep->cost.ce_handoff_spread_s) : 0,
         .jitter_abs_s = pt->run.jitter ? rep->cost.jitter_s : 0, .jitter_rel = pt->run.jitter ? rep->cost.jitter_rel : 0,
@@ -468,6 +476,19 @@ static int feed_generator(feed_t *f, err_t *e)
     bool closed = h->session_arrivals == TRACE_ARRIVALS_CLOSED;
     uint32_t pop = f->opts && f->opts->sessions ? f->opts->sessions : h->population;
     uint64_t want = closed ? (uint64_t)pop * (uint64_t)f->pt->wl.sessions_per_user : UINT64_MAX;
+    uint64_t cap = tracegen_sessions_max(g);
+    if (closed && cap && want > cap) { /* the cap once silently ran fewer users than the population */
+        const cfg_node_t *gen = f->pt->wl.generator, *at = gen ? cfg_get(gen, "sessions") : NULL;
+        if (gen && !at) at = cfg_get(gen, "population");
+        char msg[256];
+        snprintf(msg, sizeof msg, "population %u%s x workload.sessions_per_user %llu need %llu sessions, but "
+                 "workload.generator.sessions draws at most %llu: raise it (0: unbounded)", pop,
+                 f->opts && f->opts->sessions ? " (the capacity search's)" : "",
+                 (unsigned long long)f->pt->wl.sessions_per_user, (unsigned long long)want, (unsigned long long)cap);
+        rc = at || gen ? cfg_error(e, ERR_INVAL, at ? at : gen, "%s", msg) : err_set(e, ERR_INVAL, "%s", msg);
+        tracegen_free(g);
+        return rc;
+    }
     trace_t t;
     trace_init(&t);
     while (!rc && t.n_sessions < want) {
@@ -558,7 +579,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     const char *timeline = k == 0 && opts ? opts->timeline_path : NULL;
     if (!rc) rc = exec_make(pt, k, rep, pools, timeline ? opts->timeline_plans : 0, e);
     free(pools);
-    rep->warmup_s = pt->run.warmup_s < pt->run.duration_s ? pt->run.warmup_s : 0;
+    rep->warmup_s = pt->run.warmup_s; /* below duration_s (scn_bind_run) */
     if (!rc && pt->wl.kind != SCN_WL_PROBE) rc = samplers_start(rep, pt->run.duration_s, e);
     /* One method for every session of the replication; its planner draws from the plans stream,
      * common to every point of a sweep. */
@@ -578,7 +599,10 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     progress_t prog = {.duration_s = pt->run.duration_s, .k = k, .reps = reps};
     clock_gettime(CLOCK_MONOTONIC, &prog.t0);
     if (!rc && opts && opts->progress && pt->wl.kind != SCN_WL_PROBE) rc = sim_at(rep->sim, 0, progress_tick, &prog, e);
-    sim_ps_t until = pt->wl.kind == SCN_WL_PROBE ? SIM_TIME_NEVER : (sim_ps_t)(pt->run.duration_s * (double)SIM_PS_PER_S);
+    sim_ps_t until = SIM_TIME_NEVER;
+    if (!rc && pt->wl.kind != SCN_WL_PROBE && !sim_ps_of_s(pt->run.duration_s, SIM_ROUND_DOWN, &until))
+        rc = err_set(e, ERR_RANGE, "key 'run.duration_s': %g s is beyond the %.4g s the engine's clock holds",
+                     pt->run.duration_s, SIM_MAX_S);
     if (!rc) rc = sim_run(rep->sim, until, e);
     if (prog.shown) fputc('\n', stderr);
     if (rc) {

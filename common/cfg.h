@@ -32,6 +32,10 @@ typedef enum { CFG_SCALAR, CFG_MAP, CFG_SEQ } cfg_kind_t;
 
 /* ---- loading ------------------------------------------------------------------------------ */
 
+/* The largest YAML file read (scenarios, catalogs, calibration profiles, generator configs): config
+ * files are small, anything larger is a mistake, not a config; reading stops there with an error. */
+#define CFG_MAX_FILE_BYTES (64u << 20)
+
 /* Parses a YAML file into a new document (*out, free with cfg_free). An empty file gives a document
  * whose root is an empty map. Errors: ERR_IO, ERR_PARSE (with file:line:col), ERR_NOMEM. */
 int cfg_parse_file(const char *path, cfg_doc_t **out, err_t *e);

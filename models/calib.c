@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/atomicio.h"
 #include "common/cfg.h"
 #include "models/cost_params.h"
 
@@ -189,10 +190,10 @@ static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
     return ERR_OK;
 }
 
-int calib_load_string(const char *name, const char *text, calib_t **out, err_t *e)
+/* A profile from len bytes of text (NUL bytes included: the YAML reader rejects them). */
+static int load_text(const char *name, const char *text, size_t len, calib_t **out, err_t *e)
 {
     cfg_doc_t *doc = NULL;
-    size_t len = strlen(text);
     int rc = calib_new(out, e);
     if (!rc) rc = cfg_parse_string(name, text, len, &doc, e);
     if (!rc) rc = load_doc(*out, doc, e);
@@ -206,33 +207,19 @@ int calib_load_string(const char *name, const char *text, calib_t **out, err_t *
     return ERR_OK;
 }
 
+int calib_load_string(const char *name, const char *text, calib_t **out, err_t *e)
+{
+    return load_text(name, text, strlen(text), out, e);
+}
+
 int calib_load(const char *path, calib_t **out, err_t *e)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return err_set(e, ERR_IO, "%s: cannot open", path);
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = ERR_OK;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = 2 * cap + 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                rc = err_set(e, ERR_NOMEM, "calib: out of memory");
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 4096, fp);
-        len += got;
-        if (got < 4096) break;
-    }
-    if (!rc && ferror(fp)) rc = err_set(e, ERR_IO, "%s: read error", path);
-    fclose(fp);
-    if (!rc) {
-        buf[len] = '\0';
-        rc = calib_load_string(path, buf, out, e);
-    }
+    char *buf;
+    size_t len;
+    /* bounded as every YAML file is (a profile on /dev/zero once read without end) */
+    int rc = atomicio_read_all(path, CFG_MAX_FILE_BYTES, &buf, &len, e);
+    if (rc) return rc;
+    rc = load_text(path, buf, len, out, e);
     free(buf);
     return rc;
 }

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-sim_ps_t cost_ps(double seconds) { return (sim_ps_t)ceil(seconds * (double)SIM_PS_PER_S); }
+sim_ps_t cost_ps(double seconds) { return sim_ps_or_never(seconds); }
 
 int cost_scan_family(const char *name)
 {

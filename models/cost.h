@@ -381,7 +381,7 @@ int cost_gemm_fn(const void *model, uint32_t batch, plan_cost_t *out);
 /* Fills op for GEMM g (cost for batch 1, cost_fn set; g must outlive the plan's execution). */
 void cost_gemm_op(const cost_t *c, const cost_paths_t *p, const cost_gemm_t *g, plan_op_t *op);
 
-/* Seconds to picoseconds, rounded up. */
+/* Seconds to picoseconds, rounded up; SIM_TIME_NEVER beyond what the clock holds (sim_ps_or_never). */
 sim_ps_t cost_ps(double seconds);
 
 #endif

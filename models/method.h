@@ -47,6 +47,9 @@ typedef enum { KV_HOST = 0, KV_HBM } method_kv_place_t;
 /* A method as a scenario or the command line gives it (cfg_bind; see method_cfg_describe). */
 /* The most key channels a key_variances list may give (head_dim of the catalog's models ≤ 256). */
 #define METHOD_MAX_CHANNELS 512
+/* The longest context a plan is built for: 4Gi tokens, where a transfer's pieces (uint32) still hold
+ * every method's count exactly (the most at 4Gi: about 1.1e9, Fathom's and SparQ's index fetch). */
+#define METHOD_MAX_CONTEXT_TOKENS (1ull << 32)
 
 typedef struct method_cfg {
     int method;             /* kind: the method's place in the registry (models/method_ops.h) */

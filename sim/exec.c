@@ -222,7 +222,9 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     s->state = S_ARRIVING;
     plan_init(&s->plan);
     plan_init(&s->fine);
-    if (sim_at(x->sim, s_to_ps(spec->arrival_s), exec_sess_arrive, s, e)) return e ? e->code : ERR_INVAL;
+    /* an arrival beyond what the clock holds is after every run's end: the session never arrives */
+    sim_ps_t at = sim_ps_or_never(spec->arrival_s);
+    if (at != SIM_TIME_NEVER && sim_at(x->sim, at, exec_sess_arrive, s, e)) return e ? e->code : ERR_INVAL;
     return ERR_OK;
 }
 

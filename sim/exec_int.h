@@ -171,7 +171,6 @@ extern const exec_policy_t exec_policy_processes; /* sim/policy_timeslice.c */
 extern const exec_policy_t exec_policy_lockstep, exec_policy_continuous; /* sim/policy_batch.c */
 
 static inline double ps_to_s(sim_ps_t t) { return (double)t / (double)SIM_PS_PER_S; }
-static inline sim_ps_t s_to_ps(double s) { return (sim_ps_t)ceil(s * (double)SIM_PS_PER_S); }
 
 /* sim/exec.c: failing the simulation, growing arrays, the policy's deferred kick. */
 void exec_fail(exec_t *x, int code, const char *what);

@@ -37,5 +37,5 @@ void exec_op_jitter(exec_t *x, const xop_t *o, plan_cost_t *c)
     double u = jitter_uniform(x);
     double s = (abs_s + rel * ps_to_s(alone)) / log(50.0);
     double lat = ps_to_s(c->latency_ps) + s * (-log(u) - log(2.0));
-    c->latency_ps = lat > 0 ? s_to_ps(lat) : 0;
+    c->latency_ps = lat > 0 ? sim_ps_or_never(lat) : 0;
 }

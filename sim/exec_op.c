@@ -79,7 +79,7 @@ sim_ps_t exec_op_alone_ps(const exec_t *x, const xop_t *o, const plan_cost_t *c)
         double cr = sim_res_capacity(x->sim, o->op.uses[u].res) / o->op.uses[u].coef;
         if (cr < rate) rate = cr;
     }
-    return c->latency_ps + (c->work > 0 && isfinite(rate) ? s_to_ps(c->work / rate) : 0);
+    return sim_ps_add(c->latency_ps, c->work > 0 && isfinite(rate) ? sim_ps_or_never(c->work / rate) : 0);
 }
 
 

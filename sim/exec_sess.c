@@ -148,8 +148,10 @@ void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
     s->turn++;
     if (s->turn >= s->n_turns) { exec_sess_finish(s, false); return; }
     const exec_turn_t *t = &s->turns[s->turn];
-    sim_ps_t at = s->open_loop && t->arrival_s >= 0 ? s_to_ps(t->arrival_s) : now + s_to_ps(t->think_s);
+    sim_ps_t at = s->open_loop && t->arrival_s >= 0 ? sim_ps_or_never(t->arrival_s)
+                                                    : sim_ps_add(now, sim_ps_or_never(t->think_s));
     if (at < now) at = now;
     s->state = S_THINKING;
-    if (sim_at(x->sim, at, turn_ready_ev, s, &e)) exec_fail_err(x, &e);
+    /* a turn beyond what the clock holds is after every run's end: the session thinks to the end */
+    if (at != SIM_TIME_NEVER && sim_at(x->sim, at, turn_ready_ev, s, &e)) exec_fail_err(x, &e);
 }

@@ -130,9 +130,8 @@ static void grp_update_next(group_t *g)
         g->next_ps = SIM_TIME_NEVER;
         return;
     }
-    double ps = ceil((g->h[0].key - g->v) / g->lambda * (double)SIM_PS_PER_S);
-    if (!(ps > 0)) ps = 0;
-    g->next_ps = ps >= (double)(SIM_TIME_NEVER - g->t_ps) ? SIM_TIME_NEVER : g->t_ps + (int64_t)ps;
+    double s = (g->h[0].key - g->v) / g->lambda;
+    g->next_ps = sim_ps_add(g->t_ps, s > 0 ? sim_ps_or_never(s) : 0);
 }
 
 /* ---- per-group indexed heap ---------------------------------------------------------------- */

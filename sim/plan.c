@@ -159,7 +159,7 @@ int plan_op_alone_ps(const plan_op_t *o, const sim_t *sim, sim_ps_t *out, err_t 
         if (r < rate) rate = r;
     }
     double t_s = (c.work > 0 && isfinite(rate)) ? c.work / rate : 0.0;
-    *out = c.latency_ps + (sim_ps_t)ceil(t_s * (double)SIM_PS_PER_S);
+    *out = sim_ps_add(c.latency_ps, sim_ps_or_never(t_s));
     return ERR_OK;
 }
 

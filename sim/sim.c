@@ -92,6 +92,24 @@ void sim_free(sim_t *sim)
     free(sim);
 }
 
+bool sim_ps_of_s(double s, sim_round_t r, sim_ps_t *out)
+{
+    double ps = s * (double)SIM_PS_PER_S;
+    ps = r == SIM_ROUND_UP ? ceil(ps) : floor(ps);
+    /* ±2^63 are exact doubles; every whole double in [-2^63, 2^63) converts exactly (NaN fails) */
+    if (!(ps >= -9223372036854775808.0 && ps < 9223372036854775808.0)) return false;
+    *out = (sim_ps_t)ps;
+    return true;
+}
+
+sim_ps_t sim_ps_or_never(double s)
+{
+    sim_ps_t t;
+    return sim_ps_of_s(s, SIM_ROUND_UP, &t) ? t : SIM_TIME_NEVER;
+}
+
+sim_ps_t sim_ps_add(sim_ps_t t, sim_ps_t dt) { return dt > SIM_TIME_NEVER - t ? SIM_TIME_NEVER : t + dt; }
+
 sim_ps_t sim_now(const sim_t *sim) { return sim->now_ps; }
 uint64_t sim_events(const sim_t *sim) { return sim->n_events; }
 

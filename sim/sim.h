@@ -31,6 +31,9 @@ typedef int64_t sim_ps_t;
 #define SIM_PS_PER_S   1000000000000LL
 #define SIM_PS_PER_US  1000000LL
 #define SIM_TIME_NEVER INT64_MAX
+/* The longest time sim_ps_t holds, in seconds: INT64_MAX ps = 9.22e6 s (106.7 days). Simulated
+ * durations are declared below it (run.duration_s), so a time beyond it is after every run's end. */
+#define SIM_MAX_S 9223372.036854775807
 /* Work left below which a flow counts as done (one byte, or one FLOP). */
 #define SIM_WORK_EPSILON 1.0
 
@@ -45,6 +48,19 @@ int sim_new(sim_t **out, err_t *e);
 void sim_free(sim_t *sim);
 /* Current simulated time. */
 sim_ps_t sim_now(const sim_t *sim);
+
+/* ---- time --------------------------------------------------------------------------------- */
+
+typedef enum { SIM_ROUND_UP, SIM_ROUND_DOWN } sim_round_t;
+
+/* The one conversion from seconds to engine time: *out = s·1e12 ps rounded as r. Returns false, *out
+ * untouched, when s is NaN or the result lies outside what sim_ps_t holds. */
+bool sim_ps_of_s(double s, sim_round_t r, sim_ps_t *out);
+/* s seconds rounded up for a time inside the engine; SIM_TIME_NEVER when the clock cannot hold it
+ * (or s is NaN): "after every run's end" is then the exact meaning. */
+sim_ps_t sim_ps_or_never(double s);
+/* t + dt for t, dt ≥ 0; SIM_TIME_NEVER when either is SIM_TIME_NEVER or the sum overflows. */
+sim_ps_t sim_ps_add(sim_ps_t t, sim_ps_t dt);
 
 /* ---- events ------------------------------------------------------------------------------- */
 

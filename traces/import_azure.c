@@ -78,10 +78,17 @@ int import_azure(const char *name, const char *buf, size_t len, const trace_impo
             rc = err_set(e, ERR_PARSE, "%s:%d: %d fields, the header has %d", name, line, nf, ncols);
             break;
         }
-        int64_t ts;
-        if (!import_parse_datetime(f[col[0]], fl[col[0]], &ts)) {
+        int64_t ts, arr;
+        int drc = import_parse_datetime(f[col[0]], fl[col[0]], &ts);
+        int w = (int)(fl[col[0]] > 40 ? 40 : fl[col[0]]);
+        if (drc == ERR_RANGE) {
+            rc = err_set(e, ERR_PARSE, "%s:%d: column TIMESTAMP: '%.*s' is outside the years %d-%d", name, line, w,
+                         f[col[0]], IMPORT_YEAR_MIN, IMPORT_YEAR_MAX);
+            break;
+        }
+        if (drc) {
             rc = err_set(e, ERR_PARSE, "%s:%d: column TIMESTAMP: bad field '%.*s' (want YYYY-MM-DD HH:MM:SS.fffffff)",
-                         name, line, (int)(fl[col[0]] > 40 ? 40 : fl[col[0]]), f[col[0]]);
+                         name, line, w, f[col[0]]);
             break;
         }
         uint64_t ctx, gen;
@@ -96,7 +103,7 @@ int import_azure(const char *name, const char *buf, size_t len, const trace_impo
             rc = err_set(e, ERR_PARSE, "%s:%d: TIMESTAMP earlier than the previous row's (rows must be sorted)", name, line);
             break;
         }
-        if (ts - t0 > TRACE_MAX_TIME_NS) {
+        if (!import_span_ns(t0, ts, &arr)) {
             rc = err_set(e, ERR_PARSE, "%s:%d: TIMESTAMP more than 100 years after the first row", name, line);
             break;
         }
@@ -105,9 +112,9 @@ int import_azure(const char *name, const char *buf, size_t len, const trace_impo
         trace_session_t *ss;
         if ((rc = trace_add_session(t, &ss, e))) break;
         ss->id = rows;
-        ss->arrival_ns = ts - t0;
+        ss->arrival_ns = arr;
         trace_turn_t tu = trace_turn_blank();
-        tu.arrival_ns = ts - t0;
+        tu.arrival_ns = arr;
         tu.input_tokens = tu.prefill_tokens = ctx;
         tu.decode_tokens = gen;
         if ((rc = trace_session_add_turn(ss, &tu, e))) break;

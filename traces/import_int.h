@@ -16,9 +16,18 @@ typedef struct line_iter {
 void line_iter_init(line_iter_t *it, const char *buf, size_t len);
 bool line_iter_next(line_iter_t *it, const char **s, size_t *n, int *line);
 
+/* The years whose every instant int64 nanoseconds since 1970 hold (it spans 1677-09-21 to
+ * 2262-04-11): the bounds of an imported date. */
+#define IMPORT_YEAR_MIN 1678
+#define IMPORT_YEAR_MAX 2261
+
 /* Parses `YYYY-MM-DD[ T]HH:MM:SS[.fraction][Z|+00:00]` (no zone means UTC; up to 9 fractional
- * digits) into ns since 1970-01-01. Returns false on any deviation. */
-bool import_parse_datetime(const char *s, size_t n, int64_t *ns);
+ * digits) into ns since 1970-01-01. Returns ERR_OK, ERR_PARSE on any deviation from the form, or
+ * ERR_RANGE for a year outside [IMPORT_YEAR_MIN, IMPORT_YEAR_MAX]. */
+int import_parse_datetime(const char *s, size_t n, int64_t *ns);
+/* *span = to - from for two parsed dates (their difference may exceed int64); false when it is more
+ * than TRACE_MAX_TIME_NS (100 years, the longest time a trace holds) either way. */
+bool import_span_ns(int64_t from, int64_t to, int64_t *span);
 
 /* A line parsed as one JSON object; on error sets e to `NAME:LINE: ...`. */
 int import_json_line(const char *name, int line, const char *s, size_t n, json_t **out, err_t *e);

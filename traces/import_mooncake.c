@@ -167,7 +167,7 @@ int import_mooncake(const char *name, const char *buf, size_t len, const trace_i
     /* first pass: sessions, in row order */
     for (size_t ri = 0; ri < m.n_rows; ri++) {
         mc_row_t *r = &m.rows[ri];
-        const uint64_t *h = m.hashes + r->hoff;
+        const uint64_t *h = r->nb ? m.hashes + r->hoff : NULL; /* hashes is NULL when no row has any */
         size_t depth = 0;
         path[0] = 0;
         while (depth < r->nb) {

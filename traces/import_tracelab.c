@@ -69,7 +69,11 @@ static int parse_row(const char *name, int line, json_t *j, tl_row_t *r, err_t *
             return err_set(e, ERR_PARSE, "%s:%d: timing_events[%zu]: needs string 'event_type' and 'timestamp'", name,
                            line, i);
         int64_t t;
-        if (!import_parse_datetime(json_string_value(ts), json_string_length(ts), &t))
+        int drc = import_parse_datetime(json_string_value(ts), json_string_length(ts), &t);
+        if (drc == ERR_RANGE)
+            return err_set(e, ERR_PARSE, "%s:%d: timing_events[%zu]: timestamp '%.40s' is outside the years %d-%d", name,
+                           line, i, json_string_value(ts), IMPORT_YEAR_MIN, IMPORT_YEAR_MAX);
+        if (drc)
             return err_set(e, ERR_PARSE, "%s:%d: timing_events[%zu]: bad timestamp '%.40s' (want ISO-8601 UTC)", name,
                            line, i, json_string_value(ts));
         const char *type = json_string_value(ty);
@@ -165,8 +169,8 @@ int import_tracelab(const char *name, const char *buf, size_t len, const trace_i
         for (size_t k = 0; k < ss[i].n; k++) {
             const tl_row_t *r = ss[i].rows[k];
             trace_turn_t tu = trace_turn_blank();
-            int64_t arr = r->start_ns - t0;
-            if (arr > TRACE_MAX_TIME_NS) {
+            int64_t arr;
+            if (!import_span_ns(t0, r->start_ns, &arr)) {
                 rc = err_set(e, ERR_PARSE, "%s:%d: timestamps span more than 100 years", name, r->line);
                 goto out;
             }
@@ -177,11 +181,9 @@ int import_tracelab(const char *name, const char *buf, size_t len, const trace_i
             tu.arrival_ns = arr;
             prev_arr = arr;
             if (k > 0) {
-                int64_t gap = r->start_ns - ss[i].rows[k - 1]->end_ns;
-                if (gap < 0) {
-                    gap = 0;
-                    clamped_gaps++;
-                }
+                /* start - end when positive: both lie within 100 years of t0 */
+                int64_t end = ss[i].rows[k - 1]->end_ns, gap = r->start_ns > end ? r->start_ns - end : 0;
+                if (r->start_ns < end) clamped_gaps++;
                 tu.think_ns = gap;
             } else {
                 se->arrival_ns = arr;

@@ -66,17 +66,17 @@ static bool digits(const char *s, size_t n, size_t at, size_t k, int *out)
     return true;
 }
 
-bool import_parse_datetime(const char *s, size_t n, int64_t *ns)
+int import_parse_datetime(const char *s, size_t n, int64_t *ns)
 {
     int Y, M, D, h, m, sec;
     if (!digits(s, n, 0, 4, &Y) || n < 19 || s[4] != '-' || !digits(s, n, 5, 2, &M) || s[7] != '-' ||
         !digits(s, n, 8, 2, &D) || (s[10] != ' ' && s[10] != 'T') || !digits(s, n, 11, 2, &h) || s[13] != ':' ||
         !digits(s, n, 14, 2, &m) || s[16] != ':' || !digits(s, n, 17, 2, &sec))
-        return false;
+        return ERR_PARSE;
     static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
     if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || (M == 2 && D == 29 && !leap) || h > 23 || m > 59 || sec > 60)
-        return false;
+        return ERR_PARSE;
     size_t at = 19;
     int64_t frac = 0;
     if (at < n && s[at] == '.') {
@@ -87,14 +87,24 @@ bool import_parse_datetime(const char *s, size_t n, int64_t *ns)
             k++;
             at++;
         }
-        if (k == 0 || k > 9) return false;
+        if (k == 0 || k > 9) return ERR_PARSE;
         for (int i = k; i < 9; i++) frac *= 10;
     }
     if (at < n && s[at] == 'Z') at++;
     else if (at + 6 == n && (s[at] == '+') && !memcmp(s + at + 1, "00:00", 5)) at += 6;
-    if (at != n) return false;
+    if (at != n) return ERR_PARSE;
+    if (Y < IMPORT_YEAR_MIN || Y > IMPORT_YEAR_MAX) return ERR_RANGE;
     int64_t days = days_from_civil(Y, (unsigned)M, (unsigned)D);
     *ns = ((days * 86400 + h * 3600 + m * 60 + sec) * 1000000000ll) + frac;
+    return ERR_OK;
+}
+
+bool import_span_ns(int64_t from, int64_t to, int64_t *span)
+{
+    /* unsigned differences are exact: two dates in int64 lie less than 2^64 ns apart */
+    uint64_t d = to >= from ? (uint64_t)to - (uint64_t)from : (uint64_t)from - (uint64_t)to;
+    if (d > (uint64_t)TRACE_MAX_TIME_NS) return false;
+    *span = to >= from ? (int64_t)d : -(int64_t)d;
     return true;
 }
 

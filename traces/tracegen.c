@@ -45,7 +45,8 @@ static const char *const arrival_choices[] = {"poisson", "closed", NULL};
 #define P(k, t, f, d, lo, hi, doc) {k, t, offsetof(tg_params_t, f), d, lo, hi, NULL, doc}
 static const cfg_param_t tg_table[] = {
     P("seed", CFG_T_INT, seed, "1", 0, 4294967294.0, "RNG seed (gsl mt19937); --seed overrides it"),
-    P("sessions", CFG_T_INT, sessions, "1000", 0, 1e9, "sessions to draw (0: unbounded, in-memory use only)"),
+    P("sessions", CFG_T_INT, sessions, "1000", 0, 1e9,
+      "sessions to draw (0: unbounded, in-memory use only); a closed run needs population x workload.sessions_per_user"),
     {"arrival", CFG_T_ENUM, offsetof(tg_params_t, arrival), "poisson", 1, 0, arrival_choices,
      "session arrivals: a Poisson process (open) or a closed population of users"},
     P("rate_per_s", CFG_T_DOUBLE, rate_per_s, "0.05", 1e-9, 1e6, "poisson: session arrival rate, sessions/s"),
@@ -185,6 +186,7 @@ int tracegen_new(const cfg_node_t *cfg, const uint64_t *seed, tracegen_t **out, 
 }
 
 const trace_header_t *tracegen_header(const tracegen_t *g) { return &g->hdr; }
+uint64_t tracegen_sessions_max(const tracegen_t *g) { return (uint64_t)g->p.sessions; }
 
 void tracegen_free(tracegen_t *g)
 {

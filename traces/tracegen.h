@@ -40,6 +40,8 @@ int tracegen_new(const cfg_node_t *cfg, const uint64_t *seed, tracegen_t **out, 
 /* The header the generator's trace carries (source "generator", resolved parameters as YAML in
  * generator_config, the seed, closed loop). Owned by g. */
 const trace_header_t *tracegen_header(const tracegen_t *g);
+/* The most sessions g draws (its `sessions` parameter; 0: unbounded). */
+uint64_t tracegen_sessions_max(const tracegen_t *g);
 
 /* Draws the next session into *s (initialised by the caller; content replaced, buffer reused).
  * Returns 1, 0 when `sessions` sessions were drawn (never when sessions is 0: unbounded), or an

@@ -242,3 +242,29 @@ Test(api, same_seed_same_trace)
     free(b);
     free(c);
 }
+
+/* Seconds to engine time: exact where the clock holds it, refused past INT64_MAX ps (106.7 days),
+ * saturating where "never" is the meaning. */
+Test(api, seconds_convert_within_what_the_clock_holds)
+{
+    sim_ps_t t = -1;
+    cr_assert(sim_ps_of_s(9.2e6, SIM_ROUND_UP, &t));
+    cr_assert_eq(t, 9200000000000000000LL);
+    cr_assert(sim_ps_of_s(1.5e-12, SIM_ROUND_UP, &t));
+    cr_assert_eq(t, 2);
+    cr_assert(sim_ps_of_s(1.5e-12, SIM_ROUND_DOWN, &t));
+    cr_assert_eq(t, 1);
+    t = 7;
+    cr_assert_not(sim_ps_of_s(1e7, SIM_ROUND_DOWN, &t), "1e7 s is 1e19 ps, past INT64_MAX");
+    cr_assert_not(sim_ps_of_s(SIM_MAX_S, SIM_ROUND_DOWN, &t), "INT64_MAX rounds to 2^63 as a double");
+    cr_assert_not(sim_ps_of_s(-1e7, SIM_ROUND_DOWN, &t));
+    cr_assert_not(sim_ps_of_s(NAN, SIM_ROUND_DOWN, &t));
+    cr_assert_not(sim_ps_of_s(INFINITY, SIM_ROUND_UP, &t));
+    cr_assert_eq(t, 7, "a refused conversion leaves *out alone");
+    cr_assert_eq(sim_ps_or_never(3.2e9), SIM_TIME_NEVER, "100 years");
+    cr_assert_eq(sim_ps_or_never(2.0), 2 * SIM_PS_PER_S);
+    cr_assert_eq(sim_ps_add(SIM_TIME_NEVER - 5, 5), SIM_TIME_NEVER);
+    cr_assert_eq(sim_ps_add(SIM_TIME_NEVER - 5, 6), SIM_TIME_NEVER, "no wrap to negative");
+    cr_assert_eq(sim_ps_add(5, SIM_TIME_NEVER), SIM_TIME_NEVER);
+    cr_assert_eq(sim_ps_add(5, 6), 11);
+}

@@ -577,6 +577,25 @@ Test(exec, bad_input_is_an_error)
     world_free(&w);
 }
 
+/* A think time past what the clock holds (231 days; trace files allow 100 years) is after the run's
+ * end: the second turn never starts (it once wrapped to a negative time and ran at once). */
+Test(exec, a_think_time_past_the_clock_is_after_the_end)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 0);
+    exec_turn_t turns[2] = {{.think_s = 0, .arrival_s = -1, .decode_tokens = 1},
+                            {.think_s = 2e7, .arrival_s = -1, .decode_tokens = 1}};
+    exec_session_spec_t spec = {.id = 1, .gpu = 0, .arrival_s = 0, .context_tokens = 100, .final_tokens = 102,
+                                .turns = turns, .n_turns = 2, .provider = {&toy_ops, &w.toy}};
+    err_t e;
+    cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
+    cr_assert_eq(sim_run(w.sim, 100 * SIM_PS_PER_S, &e), 0, "%s", e.msg);
+    const exec_stats_t *st = exec_stats(w.x);
+    cr_assert_eq(st->turns_done, 1);
+    cr_assert_eq(st->decode_tokens, 1, "one step of 1 s; the second turn is 2e7 s later");
+    world_free(&w);
+}
+
 /* A plan with a backward dependency is rejected by the executor through plan_validate. */
 static int cyclic_build(void *self, plan_env_t *env, const plan_request_t *req, plan_t *out, err_t *e)
 {

@@ -394,28 +394,55 @@ Test(import_bad, mooncake)
         ERR_PARSE, "bad.in:2: not JSON");
 }
 
+/* Rows without a hash block: one-turn sessions of their own (the importer once offset a NULL array,
+ * which clang's UBSan reports: tests/fuzz/seeds/fuzz_trace_mooncake/no_hash_ids.jsonl under make fuzz). */
+Test(import_ok, mooncake_rows_without_hash_ids)
+{
+    const char *text = "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n"
+                       "{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 2, \"hash_ids\": []}\n";
+    trace_t t;
+    err_t e;
+    cr_assert_eq(trace_import_mem(TRACE_FMT_MOONCAKE, "x.jsonl", text, strlen(text), NULL, &t, &e), 0, "%s", e.msg);
+    cr_assert_eq(t.n_sessions, 2);
+    cr_assert_eq(t.sessions[1].arrival_ns, 5000000);
+    cr_assert_eq(t.sessions[1].n_turns, 1);
+    cr_assert_eq(t.sessions[1].turns[0].decode_tokens, 2);
+    trace_free(&t);
+}
+
+#define AZ_H "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+
 Test(import_bad, azure)
 {
-    const char *h = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03.9799600,4808,10\n2023-11-16 18:17:04.0,-3,1\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:3: column ContextTokens: negative token count '-3'");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03.9799600,48x8,10\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:2: column ContextTokens: bad field '48x8'");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03.9799600,4808,99999999999\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:2: column GeneratedTokens: absurd token count");
-    snprintf(buf, sizeof buf, "%s2023-13-16 18:17:03.9799600,4808,10\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:2: column TIMESTAMP: bad field '2023-13-16");
-    snprintf(buf, sizeof buf, "%s2023-02-29 18:17:03,4808,10\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:2: column TIMESTAMP: bad field");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03.9799600,4808\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:2: 2 fields, the header has 3");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03.9,4808,1\n2023-11-16 18:17:02.9,4808,1\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:3: TIMESTAMP earlier");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03.9,,1\n", h);
-    bad(TRACE_FMT_AZURE, buf, ERR_PARSE, "bad.in:2: column ContextTokens: empty field");
-    bad(TRACE_FMT_AZURE, "TIMESTAMP,Context,GeneratedTokens\n", ERR_PARSE, "bad.in:1: header: no column ContextTokens");
-    bad(TRACE_FMT_AZURE, "", ERR_PARSE, "empty file");
+    static const struct { const char *text, *want; } cases[] = {
+        {AZ_H "2023-11-16 18:17:03.9799600,4808,10\n2023-11-16 18:17:04.0,-3,1\n",
+         "bad.in:3: column ContextTokens: negative token count '-3'"},
+        {AZ_H "2023-11-16 18:17:03.9799600,48x8,10\n",
+         "bad.in:2: column ContextTokens: bad field '48x8'"},
+        {AZ_H "2023-11-16 18:17:03.9799600,4808,99999999999\n",
+         "bad.in:2: column GeneratedTokens: absurd token count"},
+        {AZ_H "2023-13-16 18:17:03.9799600,4808,10\n",
+         "bad.in:2: column TIMESTAMP: bad field '2023-13-16"},
+        {AZ_H "2023-02-29 18:17:03,4808,10\n",
+         "bad.in:2: column TIMESTAMP: bad field"},
+        {AZ_H "2023-11-16 18:17:03.9799600,4808\n",
+         "bad.in:2: 2 fields, the header has 3"},
+        {AZ_H "2023-11-16 18:17:03.9,4808,1\n2023-11-16 18:17:02.9,4808,1\n",
+         "bad.in:3: TIMESTAMP earlier"},
+        {AZ_H "2023-11-16 18:17:03.9,,1\n",
+         "bad.in:2: column ContextTokens: empty field"},
+        {"TIMESTAMP,Context,GeneratedTokens\n",
+         "bad.in:1: header: no column ContextTokens"},
+        /* dates int64 ns cannot hold, and spans int64 differences cannot, once wrapped silently */
+        {AZ_H "1677-01-01 00:00:00,4808,10\n",
+         "bad.in:2: column TIMESTAMP: '1677-01-01 00:00:00' is outside the years 1678-2261"},
+        {AZ_H "2023-11-16 18:17:03,4808,10\n2262-12-31 00:00:00,4808,10\n",
+         "bad.in:3: column TIMESTAMP: '2262-12-31 00:00:00' is outside the years"},
+        {AZ_H "1700-01-01 00:00:00,4808,10\n2250-01-01 00:00:00,4808,10\n",
+         "bad.in:3: TIMESTAMP more than 100 years after the first row"},
+        {"", "empty file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad(TRACE_FMT_AZURE, cases[i].text, ERR_PARSE, cases[i].want);
 }
 
 Test(import_ok, azure_columns_any_order_and_crlf)
@@ -449,6 +476,19 @@ Test(import_bad, tracelab)
         "\"newly_append_tokens\": 6, \"output_tokens\": 1, \"timing_events\": [{\"event_type\": \"text\", "
         "\"timestamp\": \"yesterday\"}]}\n",
         ERR_PARSE, "bad.in:1: timing_events[0]: bad timestamp 'yesterday'");
+    bad(TRACE_FMT_TRACELAB,
+        "{\"session_id\": \"a\", \"round_index\": 0, \"input_tokens_total\": 10, \"prefix_tokens\": 4, "
+        "\"newly_append_tokens\": 6, \"output_tokens\": 1, \"timing_events\": [{\"event_type\": \"text\", "
+        "\"timestamp\": \"3000-01-01T00:00:00Z\"}]}\n",
+        ERR_PARSE, "bad.in:1: timing_events[0]: timestamp '3000-01-01T00:00:00Z' is outside the years 1678-2261");
+    bad(TRACE_FMT_TRACELAB,
+        "{\"session_id\": \"a\", \"round_index\": 0, \"input_tokens_total\": 10, \"prefix_tokens\": 4, "
+        "\"newly_append_tokens\": 6, \"output_tokens\": 1, \"timing_events\": [{\"event_type\": \"user_message\", "
+        "\"timestamp\": \"1700-01-01T00:00:00Z\"}]}\n"
+        "{\"session_id\": \"b\", \"round_index\": 0, \"input_tokens_total\": 10, \"prefix_tokens\": 4, "
+        "\"newly_append_tokens\": 6, \"output_tokens\": 1, \"timing_events\": [{\"event_type\": \"user_message\", "
+        "\"timestamp\": \"2250-01-01T00:00:00Z\"}]}\n",
+        ERR_PARSE, "bad.in:2: timestamps span more than 100 years");
     bad(TRACE_FMT_TRACELAB,
         "{\"session_id\": \"a\", \"round_index\": 0, \"input_tokens_total\": 10, \"prefix_tokens\": 4, "
         "\"newly_append_tokens\": 6, \"output_tokens\": 1, " TL_EV "}\n"
