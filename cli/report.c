@@ -13,29 +13,48 @@
 
 /* ---- text ----------------------------------------------------------------------------------- */
 
-/* Seconds with an SI prefix: "12.3 ms". */
+/* Seconds with an SI prefix by magnitude: "12.3 ms", "-209 ms" (an interval's bound). */
 static const char *fmt_s(char *buf, size_t n, double s)
 {
+    double a = fabs(s);
     if (!isfinite(s)) snprintf(buf, n, "-");
     else if (s == 0) snprintf(buf, n, "0 s");
-    else if (s < 1e-6) snprintf(buf, n, "%.3g ns", s * 1e9);
-    else if (s < 1e-3) snprintf(buf, n, "%.3g us", s * 1e6);
-    else if (s < 1) snprintf(buf, n, "%.3g ms", s * 1e3);
+    else if (a < 1e-6) snprintf(buf, n, "%.3g ns", s * 1e9);
+    else if (a < 1e-3) snprintf(buf, n, "%.3g us", s * 1e6);
+    else if (a < 1) snprintf(buf, n, "%.3g ms", s * 1e3);
     else snprintf(buf, n, "%.3g s", s);
     return buf;
+}
+
+/* " [lo, hi]" when the interval exists, ", k of R replications" when some gave no sample. */
+static void text_interval(FILE *fp, study_stat_t st, uint32_t reps, const char *lo, const char *hi)
+{
+    if (!isnan(st.lo)) fprintf(fp, " [%s, %s]", lo, hi);
+    if (st.n && st.n < reps) fprintf(fp, " (%u of %u replications)", st.n, reps);
 }
 
 static void text_stat_s(FILE *fp, const char *name, study_stat_t st, uint32_t reps)
 {
     char a[32], b[32], c[32];
+    if (isnan(st.mean)) {
+        fprintf(fp, " %s n/a", name);
+        return;
+    }
     fprintf(fp, " %s %s", name, fmt_s(a, sizeof a, st.mean));
-    if (reps > 1) fprintf(fp, " [%s, %s]", fmt_s(b, sizeof b, st.lo), fmt_s(c, sizeof c, st.hi));
+    text_interval(fp, st, reps, fmt_s(b, sizeof b, st.lo), fmt_s(c, sizeof c, st.hi));
 }
 
 static void text_stat(FILE *fp, const char *name, study_stat_t st, uint32_t reps, const char *unit)
 {
+    char b[32], c[32];
+    if (isnan(st.mean)) {
+        fprintf(fp, " %s n/a", name);
+        return;
+    }
     fprintf(fp, " %s %.4g%s", name, st.mean, unit);
-    if (reps > 1) fprintf(fp, " [%.4g, %.4g]", st.lo, st.hi);
+    snprintf(b, sizeof b, "%.4g", st.lo);
+    snprintf(c, sizeof c, "%.4g", st.hi);
+    text_interval(fp, st, reps, b, c);
 }
 
 static void text_latency(FILE *fp, const study_result_t *r)
@@ -44,15 +63,18 @@ static void text_latency(FILE *fp, const study_result_t *r)
     text_stat_s(fp, "p50", r->step_p50_s, r->replications);
     text_stat_s(fp, "p95", r->step_p95_s, r->replications);
     text_stat_s(fp, "p99", r->step_p99_s, r->replications);
+    if (!r->step_p50_s.n) fprintf(fp, " (no decode step finished)");
     fprintf(fp, "\n  TTFT per turn ");
     text_stat_s(fp, "p50", r->ttft_p50_s, r->replications);
     text_stat_s(fp, "p95", r->ttft_p95_s, r->replications);
     text_stat_s(fp, "p99", r->ttft_p99_s, r->replications);
+    if (!r->ttft_p50_s.n) fprintf(fp, " (no turn's first token)");
     fprintf(fp, "\n  tokens/s      ");
     text_stat(fp, "per session", r->tps_session_mean, r->replications, "");
     text_stat(fp, "box", r->tps_total, r->replications, "");
     fprintf(fp, "\n  SLO           ");
     text_stat(fp, "turns meeting it", r->slo_attainment, r->replications, "");
+    if (!r->slo_attainment.n) fprintf(fp, " (no turn judged)");
     fprintf(fp, " -> %s\n", r->slo_met ? "met (in >= 95% of replications)" : "NOT met");
 }
 
@@ -91,7 +113,13 @@ void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
 
 static json_t *stat_json(study_stat_t st)
 {
-    return json_pack("{s:f,s:f,s:f}", "mean", st.mean, "ci95_lo", st.lo, "ci95_hi", st.hi);
+    /* no sample (mean) or fewer than two (the interval): null, never 0 */
+    json_t *o = json_object();
+    json_object_set_new(o, "mean", isnan(st.mean) ? json_null() : json_real(st.mean));
+    json_object_set_new(o, "ci95_lo", isnan(st.lo) ? json_null() : json_real(st.lo));
+    json_object_set_new(o, "ci95_hi", isnan(st.hi) ? json_null() : json_real(st.hi));
+    json_object_set_new(o, "n", json_integer(st.n));
+    return o;
 }
 
 static json_t *resources_json(const study_result_t *r)
@@ -308,7 +336,13 @@ static int plot_sessions(outset_t *set, study_result_t *const *rs, size_t n, err
         fputs("$res << EOD\n", d.fp);
         sessions_rows(d.fp, rs, n);
         fputs("EOD\n", d.fp);
-        fputs("plot $res using 1:($2*1e3) with linespoints title 'p50', $res using 1:($3*1e3) with linespoints title 'p99'", b.fp);
+        size_t with_steps = 0;
+        for (size_t p = 0; p < n; p++) with_steps += rs[p]->step_p50_s.n > 0;
+        if (with_steps)
+            fputs("plot $res using 1:($2*1e3) with linespoints title 'p50', $res using 1:($3*1e3) with linespoints title 'p99'", b.fp);
+        else   /* every point's figure is n/a: gnuplot fails on a plot with no defined value */
+            fputs("plot 1/0 notitle\n", b.fp), fputs("set label 1 'no decode steps recorded' at graph 0.5, graph 0.5 center\n"
+                                                 "set xrange [1:10]\nset yrange [1:10]\n", d.fp);
     }
     return draw(set, "latency_vs_sessions", PLOT_SETUP "set xlabel 'sessions'\nset ylabel 'decode step latency (ms)'", &d, &b, e);
 }

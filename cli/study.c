@@ -78,20 +78,20 @@ void study_free(study_t *s)
 
 /* ---- replications and their aggregate ------------------------------------------------------ */
 
-/* Mean and 95% Student-t interval of x[0..n); every metric here is non-negative, so is the bound. */
-static study_stat_t stat_of(const double *x, size_t n)
+study_stat_t study_stat_of(const double *x, size_t n)
 {
-    study_stat_t st = {0, 0, 0};
-    if (!n) return st;
+    study_stat_t st = {NAN, NAN, NAN, 0};
     double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += x[i];
-    st.mean = sum / (double)n;
-    st.lo = st.hi = st.mean;
-    if (n < 2) return st;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i])) sum += x[i], st.n++;
+    if (!st.n) return st;
+    st.mean = sum / (double)st.n;
+    if (st.n < 2) return st;
     double ss = 0;
-    for (size_t i = 0; i < n; i++) ss += (x[i] - st.mean) * (x[i] - st.mean);
-    double half = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sqrt(ss / (double)(n - 1) / (double)n);
-    st.lo = st.mean - half > 0 ? st.mean - half : 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i])) ss += (x[i] - st.mean) * (x[i] - st.mean);
+    double half = gsl_cdf_tdist_Pinv(0.975, (double)(st.n - 1)) * sqrt(ss / (double)(st.n - 1) / (double)st.n);
+    st.lo = st.mean - half;
     st.hi = st.mean + half;
     return st;
 }
@@ -101,19 +101,20 @@ enum { M_STEP50, M_STEP95, M_STEP99, M_STEPMEAN, M_TTFT50, M_TTFT95, M_TTFT99, M
 static void fill_metrics(const study_rep_t *rep, double *m)
 {
     const exec_stats_t *st = rep->stats;
-    double span = rep->measured_s > 0 ? rep->measured_s : 1;
-    m[M_STEP50] = hist_quantile(st->step_s, 0.50);
-    m[M_STEP95] = hist_quantile(st->step_s, 0.95);
-    m[M_STEP99] = hist_quantile(st->step_s, 0.99);
-    m[M_STEPMEAN] = hist_mean(st->step_s);
-    m[M_TTFT50] = hist_quantile(st->ttft_s, 0.50);
-    m[M_TTFT95] = hist_quantile(st->ttft_s, 0.95);
-    m[M_TTFT99] = hist_quantile(st->ttft_s, 0.99);
-    m[M_TPS_SESS] = hist_mean(st->session_tps);
-    m[M_TPS_TOTAL] = (double)rep->measured_tokens / span;
+    /* a histogram with no sample gives no figure (NAN), never 0 */
+    bool steps = hist_count(st->step_s) > 0, ttfts = hist_count(st->ttft_s) > 0;
+    m[M_STEP50] = steps ? hist_quantile(st->step_s, 0.50) : NAN;
+    m[M_STEP95] = steps ? hist_quantile(st->step_s, 0.95) : NAN;
+    m[M_STEP99] = steps ? hist_quantile(st->step_s, 0.99) : NAN;
+    m[M_STEPMEAN] = steps ? hist_mean(st->step_s) : NAN;
+    m[M_TTFT50] = ttfts ? hist_quantile(st->ttft_s, 0.50) : NAN;
+    m[M_TTFT95] = ttfts ? hist_quantile(st->ttft_s, 0.95) : NAN;
+    m[M_TTFT99] = ttfts ? hist_quantile(st->ttft_s, 0.99) : NAN;
+    m[M_TPS_SESS] = hist_count(st->session_tps) ? hist_mean(st->session_tps) : NAN;
+    m[M_TPS_TOTAL] = rep->measured_s > 0 ? (double)rep->measured_tokens / rep->measured_s : NAN;
     /* Turns still running count once their outcome is decided (a missed first token, a slow rate). */
     double judged = (double)(st->turns_done + st->open_slo_ok + st->open_slo_missed);
-    m[M_SLO] = judged > 0 ? (double)(st->turns_slo_ok + st->open_slo_ok) / judged : 0;
+    m[M_SLO] = judged > 0 ? (double)(st->turns_slo_ok + st->open_slo_ok) / judged : NAN;
 }
 
 /* Met when enough judged turns meet it and the box's p99 step is within bound; a run that judged no
@@ -121,7 +122,7 @@ static void fill_metrics(const study_rep_t *rep, double *m)
 static bool rep_meets_slo(const study_rep_t *rep, const scn_slo_t *slo, const double *m)
 {
     const exec_stats_t *st = rep->stats;
-    if (!(st->turns_done + st->open_slo_ok + st->open_slo_missed) || m[M_SLO] < slo->attainment) return false;
+    if (!(st->turns_done + st->open_slo_ok + st->open_slo_missed) || !(m[M_SLO] >= slo->attainment)) return false;
     return slo->step_p99_s <= 0 || m[M_STEP99] <= slo->step_p99_s;
 }
 
@@ -158,7 +159,7 @@ int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **o
                                       &r->slo_attainment};
         for (int j = 0; j < M_COUNT; j++) {
             for (uint32_t k = 0; k < reps; k++) col[k] = m[(size_t)k * M_COUNT + (size_t)j];
-            *dst[j] = stat_of(col, reps);
+            *dst[j] = study_stat_of(col, reps);
         }
         r->replications = reps;
         r->slo_met = (double)met >= 0.95 * (double)reps;

@@ -70,9 +70,16 @@ void study_point_emit(const study_t *s, size_t i, FILE *fp);
 
 /* A statistic over the replications: their mean and a 95% confidence interval (Student t over the
  * replication means; lo = hi = mean with one replication). */
+/* A figure over replications: its mean and Student-t 95% interval (not clamped: a bound past what the
+ * figure can be says the replications are too few), over the n replications that gave a sample.
+ * NAN where none did (mean) or fewer than two did (lo, hi): printed "n/a", JSON null. */
 typedef struct study_stat {
     double mean, lo, hi;
+    uint32_t n;
 } study_stat_t;
+
+/* The figure over x[0..n) (NAN entries: replications without a sample). */
+study_stat_t study_stat_of(const double *x, size_t n);
 
 typedef struct study_res_use {
     char *name;           /* resource name, e.g. "gpu0.h2d" */

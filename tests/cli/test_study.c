@@ -225,3 +225,44 @@ Test(study, coarse_matches_fine_alone_and_nearly_under_sharing)
     study_result_free(f);
     study_result_free(c);
 }
+
+/* Figures over replications: the Student-t interval as is (t(0.975, 1) = 12.706: the mean of 1 and 3
+ * is 2 ± 12.706·1 = [-10.706, 14.706], not clamped at 0), replications without a sample left out,
+ * and no sample at all giving no figure (NAN: "n/a", JSON null), never 0. */
+Test(study, figures_over_replications)
+{
+    double two[] = {1, 3};
+    study_stat_t st = study_stat_of(two, 2);
+    cr_expect_float_eq(st.mean, 2, 1e-12);
+    cr_expect_float_eq(st.lo, 2 - 12.7062047361747, 1e-9);
+    cr_expect_float_eq(st.hi, 2 + 12.7062047361747, 1e-9);
+    cr_expect_eq(st.n, 2);
+    double some[] = {NAN, 4, NAN};
+    st = study_stat_of(some, 3);
+    cr_expect_float_eq(st.mean, 4, 0);
+    cr_expect(isnan(st.lo) && isnan(st.hi), "one sample has no interval");
+    cr_expect_eq(st.n, 1);
+    double none[] = {NAN, NAN};
+    st = study_stat_of(none, 2);
+    cr_expect(isnan(st.mean) && st.n == 0);
+}
+
+/* A run in which no decode step finishes reports no step figure rather than 0 s. */
+Test(study, no_finished_step_is_no_figure)
+{
+    const char *sets[] = {"hardware.link=pcie3", "sweep={}", "run.replications=1", "run.duration_s=5s"};
+    cfg_doc_t *doc;
+    err_t e;
+    cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
+    for (size_t i = 0; i < 4; i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
+    study_t *s;
+    cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);
+    study_result_t *r;
+    cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+    cr_expect_eq(r->decode_tokens, 0);
+    cr_expect(isnan(r->step_p50_s.mean) && r->step_p50_s.n == 0, "p50 %g", r->step_p50_s.mean);
+    cr_expect(isnan(r->ttft_p99_s.mean));
+    cr_expect(!r->slo_met);
+    study_result_free(r);
+    study_free(s);
+}
