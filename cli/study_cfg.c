@@ -94,7 +94,7 @@ static const cfg_param_t slo_params[] = {
 
 static const cfg_param_t run_params[] = {
     P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, RUN_MAX_S, "simulated time per replication"),
-    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, RUN_MAX_S, "simulated time excluded from throughput"),
+    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, RUN_MAX_S, "simulated time excluded from every statistic (latencies, TTFT, turns, throughput)"),
     P("seed", CFG_T_INT, scn_run_t, seed, "1", 0, 9e18, "root seed: workload, plan and calibration streams derive from it"),
     P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000, "independent replications (intervals are over them)"),
     P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,

@@ -177,6 +177,7 @@ static void warmup_tick(sim_t *sim, void *arg)
     (void)sim;
     study_rep_t *rep = arg;
     rep->tokens_at_warmup = exec_stats(rep->x)->decode_tokens;
+    exec_stats_window_start(rep->x);   /* every statistic, not only throughput, excludes the warm-up */
 }
 
 static int samplers_start(study_rep_t *rep, double duration_s, err_t *e)

@@ -235,7 +235,9 @@ const exec_stats_t *exec_stats(const exec_t *x)
     hist_t *tps = hist_new();
     for (size_t i = 0; tps && i < x->n_sessions; i++) {
         const sess_t *s = x->sessions[i];
-        if (s->decoded && s->t_decode_ps > 0) hist_add(tps, (double)s->decoded / ps_to_s(s->t_decode_ps));
+        uint64_t n = s->decoded - s->window_decoded;
+        sim_ps_t t = s->t_decode_ps - s->window_decode_ps;
+        if (n && t > 0) hist_add(tps, (double)n / ps_to_s(t));
     }
     if (tps) {
         hist_free(st->session_tps);
@@ -256,6 +258,20 @@ const exec_stats_t *exec_stats(const exec_t *x)
     for (size_t i = 0; i < x->n_sessions; i++)
         if (own) st->launch_busy_ps += (double)x->sessions[i]->ctx->busy_ps;
     return st;
+}
+
+void exec_stats_window_start(exec_t *x)
+{
+    exec_stats_t *st = &x->stats;
+    hist_t *const h[] = {st->step_s, st->ttft_s, st->prefill_chunk_s, st->admit_wait_s};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        if (h[i]) hist_reset(h[i]);
+    st->turns_done = st->turns_slo_ok = st->sessions_done = 0;
+    for (size_t i = 0; i < x->n_sessions; i++) {
+        sess_t *s = x->sessions[i];
+        s->window_decoded = s->decoded;
+        s->window_decode_ps = s->t_decode_ps;
+    }
 }
 
 const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n)

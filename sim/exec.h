@@ -166,6 +166,10 @@ typedef struct exec exec_t;
 /* Creates an executor over sim (borrowed; must outlive it). Errors: ERR_INVAL (bad config), ERR_NOMEM. */
 int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e);
 /* Frees the executor, its sessions and their providers (destroy is called). NULL is ok. */
+/* Starts the measured window now: the latency, TTFT, prefill, admission-wait and per-session rate
+ * histograms and the turn counters forget what came before (a run's warm-up); the token counters
+ * keep counting (callers take differences). */
+void exec_stats_window_start(exec_t *x);
 void exec_free(exec_t *x);
 
 /* Adds a session: it arrives at spec->arrival_s. Arrays are copied; the provider is owned by the

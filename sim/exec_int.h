@@ -121,6 +121,8 @@ struct sess {
     bool admitted, first_token_done;
     sim_ps_t t_arrive, t_turn_ready, t_first_token, t_decode_ps;
     uint64_t decoded;
+    uint64_t window_decoded;  /* decoded and t_decode_ps when the measured window started */
+    sim_ps_t window_decode_ps;
     double hbm_held, host_held;
     int8_t *queue_of;        /* hardware queue by plan stream (-1: none yet); NULL until first needed */
 };

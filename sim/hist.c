@@ -35,6 +35,12 @@ void hist_free(hist_t *h)
     free(h);
 }
 
+void hist_reset(hist_t *h)
+{
+    free(h->counts);
+    memset(h, 0, sizeof *h);
+}
+
 /* Makes buckets [lo, hi] addressable, keeping the counts. */
 static int cover(hist_t *h, int32_t lo, int32_t hi)
 {

@@ -21,6 +21,8 @@ typedef struct hist hist_t;
 hist_t *hist_new(void);
 /* Frees h. NULL is ok. */
 void hist_free(hist_t *h);
+/* Forgets every value (a measurement window starting anew). */
+void hist_reset(hist_t *h);
 /* Records one value (not NaN). Returns 0, ERR_INVAL for NaN or infinity, ERR_NOMEM (h unchanged). */
 int hist_add(hist_t *h, double v);
 /* Adds every value recorded in src to dst (src unchanged). Returns 0 or ERR_NOMEM (dst unchanged). */

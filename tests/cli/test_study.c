@@ -266,3 +266,25 @@ Test(study, no_finished_step_is_no_figure)
     study_result_free(r);
     study_free(s);
 }
+
+/* The warm-up is excluded from every statistic: the default sessions' first tokens come at about
+ * 8-9 s and no turn ends within 20 s, so with 15 s of warm-up no TTFT is measured, while steps are. */
+Test(study, warmup_excluded_from_latencies)
+{
+    const char *sets[] = {"sweep={}", "run.replications=1", "run.duration_s=20s", "run.warmup_s=15s"};
+    cfg_doc_t *doc;
+    err_t e;
+    for (int w = 0; w < 2; w++) {
+        cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
+        for (size_t i = 0; i < (w ? 4u : 3u); i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
+        study_t *s;
+        cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);
+        study_result_t *r;
+        cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+        cr_expect(r->step_p50_s.n == 1, "steps measured (warm-up %d)", w);
+        if (w) cr_expect(isnan(r->ttft_p50_s.mean), "TTFT %g s measured in the warm-up", r->ttft_p50_s.mean);
+        else cr_expect(r->ttft_p50_s.mean > 5 && r->ttft_p50_s.mean < 15, "TTFT %g s", r->ttft_p50_s.mean);
+        study_result_free(r);
+        study_free(s);
+    }
+}
