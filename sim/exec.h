@@ -128,7 +128,8 @@ typedef struct exec_session_spec {
 /* Aggregated results. Histograms are in seconds; owned by the executor. */
 typedef struct exec_stats {
     hist_t *step_s;          /* decode step latency */
-    hist_t *ttft_s;          /* time to first token per turn: turn ready → first decode step done */
+    hist_t *ttft_s;          /* time to first token per turn: turn ready → the prefill that samples it
+                              * done (or, for a turn with no prefill, its first decode step) */
     hist_t *prefill_chunk_s; /* prefill chunk latency */
     hist_t *admit_wait_s;    /* arrival → admission */
     hist_t *session_tps;     /* per session: decode tokens / time in decode steps (tokens/s) */

@@ -127,6 +127,17 @@ void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
         s->prefill_left -= s->req.new_tokens;
         x->stats.prefill_tokens += s->req.new_tokens;
         hist_add(x->stats.prefill_chunk_s, dt_s);
+        /* the turn's last prefill chunk samples its first token: TTFT ends here, and the turn's
+         * decode steps give the tokens after it */
+        if (!s->prefill_left && !s->first_token_done && s->decode_left) {
+            s->decode_left--;
+            x->stats.decode_tokens++;
+            if (x->stats.decode_tokens == 1) x->stats.first_token_s = ps_to_s(now);
+            x->stats.last_token_s = ps_to_s(now);
+            s->first_token_done = true;
+            s->t_first_token = now;
+            hist_add(x->stats.ttft_s, ps_to_s(now - s->t_turn_ready));
+        }
     } else {
         s->decode_left--;
         s->decoded++;

@@ -122,6 +122,29 @@ Test(exec, one_session_closed_form)
     world_free(&w);
 }
 
+/* A turn with a prefill: its last chunk samples the first token, so TTFT is the prefill (2 chunks of
+ * 1024 tokens at 1 s each: 2 s) and the turn's 3 tokens take that and 2 decode steps (last token at
+ * 4 s), not 3 steps after the prefill. */
+Test(exec, the_prefill_samples_the_first_token)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 0);
+    toy_t toy = w.toy;
+    exec_turn_t turn = {.think_s = 0, .arrival_s = -1, .prefill_tokens = 2048, .decode_tokens = 3};
+    exec_session_spec_t spec = {.id = 0, .gpu = 0, .arrival_s = 0, .context_tokens = 100, .final_tokens = 100 + 2048 + 3,
+                                .turns = &turn, .n_turns = 1, .provider = {&toy_ops, &toy}};
+    err_t e;
+    cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
+    world_run(&w);
+    const exec_stats_t *st = exec_stats(w.x);
+    cr_expect_eq(st->decode_tokens, 3);
+    cr_expect_eq(hist_count(st->step_s), 2, "decode steps");
+    cr_expect_float_eq(hist_mean(st->ttft_s), 2.0, 1e-6);
+    cr_expect_float_eq(st->last_token_s, 4.0, 1e-6);
+    cr_expect_eq(st->turns_done, 1);
+    world_free(&w);
+}
+
 /* N sessions as streams share the link fairly: N·1e9 B at 1e9 B/s, every step takes N s. */
 Test(exec, n_sessions_on_one_link_take_n_times_as_long)
 {
