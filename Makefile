@@ -7,6 +7,7 @@
 #   make bench      engine and simulator benchmarks
 #   make fuzz       libFuzzer targets, bounded time each (FUZZ_SECONDS)
 #   make deps       installs the Debian packages the project needs, when missing
+#   make install    PREFIX/bin/odsim and its data under PREFIX/share/odsim (PREFIX=/usr/local, DESTDIR)
 
 SHELL       := /bin/bash
 CC          ?= cc
@@ -52,7 +53,7 @@ CMD_NAMES := $(patsubst cli/cmd_%.c,%,$(wildcard cli/cmd_*.c))
 KREF_SRCS := $(wildcard kernels/ref/*.c)
 TEST_DIRS := $(filter-out fuzz,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/*/*.c))))))
 
-.PHONY: all deps run test kernels bench fuzz clean golden guard results floor runs FORCE
+.PHONY: all deps run test kernels bench fuzz clean golden guard results floor runs install FORCE
 .DEFAULT_GOAL := all
 
 all: deps build/rel/odsim
@@ -134,6 +135,17 @@ $(foreach mode,$(MODES),$(eval $(call MODE_RULES,$(mode))))
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- user-facing targets ------------------------------------------------------------------
+PREFIX  ?= /usr/local
+# The data an installed odsim reads (docs/data-root.md): catalogs, profiles, scenarios, traces, and
+# the measured data, held-out rule and seeds that validate and fit read.
+INSTALL_DATA := models/catalog models/calib scenarios traces/data validation/data validation/heldout.yaml validation/seeds.yaml
+install: build/rel/odsim
+	@install -D -m 755 build/rel/odsim $(DESTDIR)$(PREFIX)/bin/odsim
+	@for d in $(INSTALL_DATA); do \
+	  if [ -d $$d ]; then find $$d -type f | while read -r f; do install -D -m 644 "$$f" "$(DESTDIR)$(PREFIX)/share/odsim/$$f"; done; \
+	  else install -D -m 644 $$d $(DESTDIR)$(PREFIX)/share/odsim/$$d; fi; done
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/odsim, data in $(DESTDIR)$(PREFIX)/share/odsim"
+
 run: all
 	./build/rel/odsim run scenarios/default.yaml
 

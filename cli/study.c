@@ -53,7 +53,10 @@ int study_open(const char *path, const char *const *sets, size_t n_sets, study_t
 {
     *out = NULL;
     cfg_doc_t *doc;
-    int rc = cfg_parse_file(path, &doc, e);
+    /* a scenario named by a path that is not here is looked up under the data root, as every path */
+    char *found = study_data_path(path);
+    int rc = found ? cfg_parse_file(found, &doc, e) : err_set(e, ERR_NOMEM, "out of memory");
+    free(found);
     if (rc) return rc;
     for (size_t i = 0; !rc && i < n_sets; i++) rc = cfg_set(doc, sets[i], "--set", e);
     if (rc) {

@@ -48,8 +48,8 @@ typedef struct study study_t;
  * Returns a new string (NULL: out of memory). */
 char *study_data_path(const char *rel);
 
-/* Loads a scenario file, applies `--set` overrides (each "key=value"), resolves nothing yet but
- * checks every key. On success *out owns everything. Errors: ERR_IO, ERR_PARSE, ERR_INVAL
+/* Loads a scenario file (a relative path that is not here is looked up under the data root),
+ * applies `--set` overrides (each "key=value"), resolves nothing yet but checks every key. On success *out owns everything. Errors: ERR_IO, ERR_PARSE, ERR_INVAL
  * (file:line:col and key), ERR_NOMEM. */
 int study_open(const char *path, const char *const *sets, size_t n_sets, study_t **out, err_t *e);
 /* As study_open from a parsed document, which the study takes over (also on error). `name` names

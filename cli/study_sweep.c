@@ -14,19 +14,27 @@
 
 /* ---- the data root: catalogs, profiles and traces are found relative to it ------------------- */
 
-/* $ODSIM_ROOT, else the current directory when it holds models/catalog, else the directory two
- * levels above the executable (build/<mode>/odsim). */
+/* $ODSIM_ROOT, else the current directory when it holds models/catalog, else an installed tree's
+ * share/odsim beside the executable's bin/ (make install), else the directory two levels above
+ * the executable (a checkout's build/<mode>/odsim). */
 static char *find_root(void)
 {
     const char *env = getenv("ODSIM_ROOT");
     if (env && *env) return strdup(env);
     if (access("models/catalog/gpus.yaml", R_OK) == 0) return strdup(".");
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
     if (n <= 0) return strdup(".");
     exe[n] = '\0';
-    for (int up = 0; up < 3; up++) {
-        char *slash = strrchr(exe, '/');
+    char *slash = strrchr(exe, '/');
+    if (!slash) return strdup(".");
+    *slash = '\0';   /* the executable's directory */
+    char share[PATH_MAX + 64], probe[PATH_MAX + 96];
+    snprintf(share, sizeof share, "%s/../share/odsim", exe);
+    snprintf(probe, sizeof probe, "%s/models/catalog/gpus.yaml", share);
+    if (access(probe, R_OK) == 0) return strdup(share);
+    for (int up = 0; up < 2; up++) {
+        slash = strrchr(exe, '/');
         if (!slash) return strdup(".");
         *slash = '\0';
     }
