@@ -83,9 +83,12 @@ static void text_resources(FILE *fp, const study_result_t *r)
     char a[32], b[32];
     fprintf(fp, "  memory         HBM peak %.1f of %.1f GB per GPU; host DRAM peak %.1f of %.1f GB\n",
             r->hbm_peak_bytes / 1e9, r->hbm_capacity_bytes / 1e9, r->host_peak_bytes / 1e9, r->host_capacity_bytes / 1e9);
-    fprintf(fp, "  admission      wait p50 %s p99 %s; preemptions %llu, evictions %llu, waiting for memory at the end %llu\n",
-            fmt_s(a, sizeof a, r->admit_wait_p50_s), fmt_s(b, sizeof b, r->admit_wait_p99_s),
-            (unsigned long long)r->preemptions, (unsigned long long)r->evictions, (unsigned long long)r->waiting);
+    const char *ge = r->admit_never ? ">= " : "";
+    fprintf(fp, "  admission      wait p50 %s%s p99 %s%s", ge, isnan(r->admit_wait_p50_s) ? "n/a" : fmt_s(a, sizeof a, r->admit_wait_p50_s),
+            ge, isnan(r->admit_wait_p99_s) ? "n/a" : fmt_s(b, sizeof b, r->admit_wait_p99_s));
+    if (r->admit_never) fprintf(fp, " (%llu never admitted: their waits so far count)", (unsigned long long)r->admit_never);
+    fprintf(fp, "; preemptions %llu, evictions %llu, waiting for memory at the end %llu\n", (unsigned long long)r->preemptions,
+            (unsigned long long)r->evictions, (unsigned long long)r->waiting);
     fprintf(fp, "  utilisation   ");
     for (size_t i = 0; i < r->n_res; i++)
         if (r->res[i].utilisation >= 0.005) fprintf(fp, " %s %.0f%%", r->res[i].name, 100 * r->res[i].utilisation);
@@ -110,6 +113,8 @@ void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
 }
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
+
+static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
 
 static json_t *stat_json(study_stat_t st)
 {
@@ -153,7 +158,7 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
     json_t *o = json_pack(
         "{s:s,s:s,s:s,s:s,s:i,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,"
-        "s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:s,s:s}",
+        "s:f,s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:s,s:s}",
         "odsim_version", ODSIM_VERSION, "odsim_git", odsim_git_rev, "calibration_hash", hash, "point", r->label,
         "replications", (int)r->replications, "duration_s", r->duration_s, "sessions", (json_int_t)r->sessions,
         "turns", (json_int_t)r->turns, "decode_tokens", (json_int_t)r->decode_tokens, "prefill_tokens",
@@ -164,8 +169,8 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         "ttft_p95_s", stat_json(r->ttft_p95_s), "ttft_p99_s", stat_json(r->ttft_p99_s), "tokens_per_s_per_session",
         stat_json(r->tps_session_mean), "tokens_per_s_total", stat_json(r->tps_total), "slo_attainment",
         stat_json(r->slo_attainment), "slo_met", r->slo_met,
-        "standalone_step_s", r->standalone_step_s, "admit_wait_p50_s", r->admit_wait_p50_s, "admit_wait_p99_s",
-        r->admit_wait_p99_s, "hbm_peak_bytes", r->hbm_peak_bytes, "hbm_capacity_bytes", r->hbm_capacity_bytes,
+        "standalone_step_s", r->standalone_step_s, "admit_wait_p50_s", num_or_null(r->admit_wait_p50_s),
+        "admit_wait_p99_s", num_or_null(r->admit_wait_p99_s), "admit_never", (json_int_t)r->admit_never, "hbm_peak_bytes", r->hbm_peak_bytes, "hbm_capacity_bytes", r->hbm_capacity_bytes,
         "host_peak_bytes", r->host_peak_bytes, "host_capacity_bytes", r->host_capacity_bytes,
         "launch_thread_utilisation", r->launch_utilisation, "resources", resources_json(r), "lost_per_plan_s",
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");

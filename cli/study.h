@@ -106,7 +106,8 @@ typedef struct study_result {
     bool slo_met;                      /* the SLO holds in ≥ 95% of replications */
     uint64_t decode_tokens, prefill_tokens, sessions, turns; /* first replication */
     uint64_t preemptions, evictions, waiting; /* waiting: for memory at the end */
-    double admit_wait_p50_s, admit_wait_p99_s;
+    double admit_wait_p50_s, admit_wait_p99_s; /* NAN: no session arrived; with admit_never > 0 lower bounds */
+    uint64_t admit_never;              /* sessions not admitted by the end (first replication) */
     double standalone_step_s;          /* idle-machine latency of a plan, mean over plans */
     double hbm_peak_bytes, host_peak_bytes, hbm_capacity_bytes, host_capacity_bytes;
     double launch_utilisation;         /* launch-thread busy share (per thread) */

@@ -1,4 +1,5 @@
 /* A replication's measurements turned into the per-run parts of a study result. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,8 +96,14 @@ int study_result_fill(const study_t *s, const study_point_t *pt, const study_rep
     r->preemptions = st->preemptions;
     r->evictions = st->evictions;
     r->waiting = st->sessions_waiting;
-    r->admit_wait_p50_s = hist_quantile(st->admit_wait_s, 0.5);
-    r->admit_wait_p99_s = hist_quantile(st->admit_wait_s, 0.99);
+    /* sessions never admitted count with their waits so far: the quantiles are then lower bounds */
+    hist_t *all = hist_new();
+    if (all && !hist_merge(all, st->admit_wait_s) && (!st->admit_waiting_s || !hist_merge(all, st->admit_waiting_s))) {
+        r->admit_wait_p50_s = hist_count(all) ? hist_quantile(all, 0.5) : NAN;
+        r->admit_wait_p99_s = hist_count(all) ? hist_quantile(all, 0.99) : NAN;
+    }
+    r->admit_never = st->admit_waiting_s ? hist_count(st->admit_waiting_s) : 0;
+    hist_free(all);
     double span_ps = r->duration_s * (double)SIM_PS_PER_S;
     r->launch_utilisation = span_ps > 0 && st->launch_threads ? st->launch_busy_ps / span_ps / st->launch_threads : 0;
     fill_memory(pt, rep, r);

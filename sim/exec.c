@@ -163,6 +163,7 @@ void exec_free(exec_t *x)
     hist_free(x->stats.ttft_s);
     hist_free(x->stats.prefill_chunk_s);
     hist_free(x->stats.admit_wait_s);
+    hist_free(x->stats.admit_waiting_s);
     hist_free(x->stats.session_tps);
     free(x->timeline);
     free(x->hbm_pool);
@@ -242,6 +243,15 @@ const exec_stats_t *exec_stats(const exec_t *x)
     if (tps) {
         hist_free(st->session_tps);
         st->session_tps = tps;
+    }
+    hist_t *waiting = hist_new();
+    for (size_t i = 0; waiting && i < x->n_sessions; i++) {
+        const sess_t *s = x->sessions[i];
+        if (!s->admitted && s->state == S_WAIT_MEM) hist_add(waiting, ps_to_s(sim_now(x->sim) - s->t_arrive));
+    }
+    if (waiting) {
+        hist_free(st->admit_waiting_s);
+        st->admit_waiting_s = waiting;
     }
     st->sessions_waiting = st->open_slo_ok = st->open_slo_missed = 0;
     for (size_t i = 0; i < x->n_sessions; i++) {

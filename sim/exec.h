@@ -132,6 +132,8 @@ typedef struct exec_stats {
                               * done (or, for a turn with no prefill, its first decode step) */
     hist_t *prefill_chunk_s; /* prefill chunk latency */
     hist_t *admit_wait_s;    /* arrival → admission */
+    hist_t *admit_waiting_s; /* arrival → now of sessions not yet admitted (their waits so far: lower
+                              * bounds), rebuilt by exec_stats */
     hist_t *session_tps;     /* per session: decode tokens / time in decode steps (tokens/s) */
     uint64_t decode_tokens, prefill_tokens, plans, turns_done, sessions_done;
     uint64_t turns_slo_ok;   /* turns meeting slo_ttft_s and slo_turn_tps */
