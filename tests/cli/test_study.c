@@ -226,6 +226,21 @@ Test(study, coarse_matches_fine_alone_and_nearly_under_sharing)
     study_result_free(c);
 }
 
+/* Point 0 of scenarios/default.yaml with the --set assignments sets[0..n). */
+static study_result_t *run_default(const char *const *sets, size_t n)
+{
+    cfg_doc_t *doc;
+    err_t e;
+    cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
+    study_t *s;
+    cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);
+    study_result_t *r;
+    cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+    study_free(s);
+    return r;
+}
+
 /* Figures over replications: the Student-t interval as is (t(0.975, 1) = 12.706: the mean of 1 and 3
  * is 2 ± 12.706·1 = [-10.706, 14.706], not clamped at 0), replications without a sample left out,
  * and no sample at all giving no figure (NAN: "n/a", JSON null), never 0. */
@@ -251,20 +266,12 @@ Test(study, figures_over_replications)
 Test(study, no_finished_step_is_no_figure)
 {
     const char *sets[] = {"hardware.link=pcie3", "sweep={}", "run.replications=1", "run.duration_s=5s"};
-    cfg_doc_t *doc;
-    err_t e;
-    cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
-    for (size_t i = 0; i < 4; i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
-    study_t *s;
-    cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);
-    study_result_t *r;
-    cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+    study_result_t *r = run_default(sets, 4);
     cr_expect_eq(r->decode_tokens, 0);
     cr_expect(isnan(r->step_p50_s.mean) && r->step_p50_s.n == 0, "p50 %g", r->step_p50_s.mean);
     cr_expect(isnan(r->ttft_p99_s.mean));
     cr_expect(!r->slo_met);
     study_result_free(r);
-    study_free(s);
 }
 
 /* The warm-up is excluded from every statistic: the default sessions' first tokens come at about
@@ -272,20 +279,12 @@ Test(study, no_finished_step_is_no_figure)
 Test(study, warmup_excluded_from_latencies)
 {
     const char *sets[] = {"sweep={}", "run.replications=1", "run.duration_s=20s", "run.warmup_s=15s"};
-    cfg_doc_t *doc;
-    err_t e;
     for (int w = 0; w < 2; w++) {
-        cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
-        for (size_t i = 0; i < (w ? 4u : 3u); i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
-        study_t *s;
-        cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);
-        study_result_t *r;
-        cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+        study_result_t *r = run_default(sets, w ? 4u : 3u);
         cr_expect(r->step_p50_s.n == 1, "steps measured (warm-up %d)", w);
         if (w) cr_expect(isnan(r->ttft_p50_s.mean), "TTFT %g s measured in the warm-up", r->ttft_p50_s.mean);
         else cr_expect(r->ttft_p50_s.mean > 5 && r->ttft_p50_s.mean < 15, "TTFT %g s", r->ttft_p50_s.mean);
         study_result_free(r);
-        study_free(s);
     }
 }
 
@@ -294,16 +293,8 @@ Test(study, warmup_excluded_from_latencies)
 Test(study, sessions_never_admitted_count_in_the_wait)
 {
     const char *sets[] = {"sweep={}", "run.replications=1", "workload.generator.population=40"};
-    cfg_doc_t *doc;
-    err_t e;
-    cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
-    for (size_t i = 0; i < 3; i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
-    study_t *s;
-    cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);
-    study_result_t *r;
-    cr_assert_eq(study_run(s, 0, NULL, &r, &e), 0, "%s", e.msg);
+    study_result_t *r = run_default(sets, 3);
     cr_expect(r->admit_never > 20, "%llu never admitted", (unsigned long long)r->admit_never);
     cr_expect(r->admit_wait_p99_s > 19.9, "p99 %g s", r->admit_wait_p99_s);
     study_result_free(r);
-    study_free(s);
 }
