@@ -61,7 +61,14 @@ static char *binding_of(const study_result_t *r, const err_t *infeasible)
 {
     char buf[512];
     if (!r) snprintf(buf, sizeof buf, "memory: %s", infeasible->msg);
-    else if (r->preemptions || r->waiting || r->admit_wait_p99_s > 0) snprintf(buf, sizeof buf, "memory (admission waits: HBM or host DRAM full)");
+    else if (r->preemptions || r->waiting || r->admit_wait_p99_s > 0) {
+        /* the fuller of the two pools is the one sessions wait for */
+        double hbm = r->hbm_capacity_bytes > 0 ? r->hbm_peak_bytes / r->hbm_capacity_bytes : 0;
+        double host = r->host_capacity_bytes > 0 ? r->host_peak_bytes / r->host_capacity_bytes : 0;
+        bool h = hbm >= host;
+        snprintf(buf, sizeof buf, "%s capacity (sessions wait for memory; peak %.1f of %.1f GB)", h ? "HBM" : "host DRAM",
+                 (h ? r->hbm_peak_bytes : r->host_peak_bytes) / 1e9, (h ? r->hbm_capacity_bytes : r->host_capacity_bytes) / 1e9);
+    }
     else snprintf(buf, sizeof buf, "%s", r->binding ? r->binding : "-");
     return strdup(buf);
 }

@@ -55,6 +55,14 @@ int footprint_check(const method_t *mt, const hw_t *hw, uint64_t context, int se
                        "infeasible: %d session(s) of %llu tokens need %.2f GiB of %s (%.2f GiB each: K/V %.2f + index %.2f), the box '%s' has %.2f GiB",
                        sessions, (unsigned long long)context, gib(o->host_bytes), cxl ? "the CXL tier" : "host DRAM",
                        gib(f.host_bytes), gib(f.host_kv_bytes), gib(f.host_index_bytes), hw->box, gib(o->host_capacity_bytes));
+    /* weights leaving less than this share of usable HBM leave no room for prefill activations,
+     * workspaces and the CUDA context, which odsim does not count (assumed rule, not measured) */
+    if (f.hbm_weight_bytes > (1.0 - FOOTPRINT_MIN_FREE_HBM) * o->hbm_capacity_bytes)
+        return err_set(e, ERR_INFEASIBLE,
+                       "infeasible: the weights (%.2f GiB) leave %.1f%% of a %s's %.2f GiB usable HBM; odsim needs %.0f%% free for "
+                       "activations and workspaces (assumed): use weight_dtype fp8 or a GPU with more HBM (odsim does not shard weights)",
+                       gib(f.hbm_weight_bytes), 100 * (1 - f.hbm_weight_bytes / o->hbm_capacity_bytes), hw->gpu,
+                       gib(o->hbm_capacity_bytes), 100 * FOOTPRINT_MIN_FREE_HBM);
     if (o->hbm_bytes_per_gpu > o->hbm_capacity_bytes)
         return err_set(e, ERR_INFEASIBLE,
                        "infeasible: a %s needs %.2f GiB of HBM (weights %.2f + %d session(s) x %.2f: index %.2f, window %.2f, buffers %.2f), it has %.2f GiB usable (%.2f - %.2f reserved)",

@@ -12,6 +12,10 @@
 #include "models/hwcat.h"
 #include "models/method.h"
 
+/* The share of usable HBM the weights must leave free (prefill activations, workspaces, the CUDA
+ * context: not counted otherwise). Origin: assumed, not measured. */
+#define FOOTPRINT_MIN_FREE_HBM 0.10
+
 typedef struct footprint {
     double host_kv_bytes, host_index_bytes, host_bytes;   /* per session, in the method's tier */
     double hbm_index_bytes, hbm_tail_bytes, hbm_buffer_bytes, hbm_bytes;  /* per session */

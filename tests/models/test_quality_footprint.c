@@ -101,6 +101,11 @@ Test(footprint, llama_70b_bf16_leaves_about_9_GiB)
     cr_expect(left > 8.5 && left < 9.5, "%g GiB left", left);
     cr_expect_eq(footprint_check(mt, &t.hw, 1048576, 1, &tot, &e), ERR_INFEASIBLE, "a 128k-token bf16 window does not fit");
     method_free(mt);
+    /* nor does anything: weights leaving 5% of usable HBM are infeasible on their own (the 10% rule) */
+    mt = mk(&t.m, "method: pertoken");
+    cr_expect_eq(footprint_check(mt, &t.hw, 32768, 1, &tot, &e), ERR_INFEASIBLE);
+    cr_expect(strstr(e.msg, "leave 5.0% of a h200-sxm's") && strstr(e.msg, "weight_dtype fp8"), "%s", e.msg);
+    method_free(mt);
     mt = mk(&t.m, "method: pertoken\nweight_dtype: fp8\nwindow: 131072");
     cr_expect_eq(footprint_check(mt, &t.hw, 1048576, 1, &tot, &e), 0, "%s", e.msg);
     method_free(mt);
