@@ -152,7 +152,17 @@ run: all
 TEST_BINS_rel := $(foreach t,$(TEST_DIRS),build/rel/tests/test_$(t))
 TEST_BINS_san := $(foreach t,$(TEST_DIRS),build/san/tests/test_$(t))
 
-test: deps $(TEST_BINS_rel) $(TEST_BINS_san) build/rel/odsim build/dbg/odsim build/san/odsim
+# Each fuzz target linked with tests/fuzz/replay.c in the sanitizer build: `make test` replays its
+# committed seeds and corpus (tests/e2e/fuzz_corpora.sh); `make fuzz` builds the libFuzzer ones.
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY  := $(foreach t,$(FUZZ_TARGETS),build/san/fuzz/$(t))
+build/san/fuzz/%: build/san/obj/tests/fuzz/%.o build/san/obj/tests/fuzz/replay.o $(patsubst %.c,build/san/obj/%.o,$(CLI_SRCS)) \
+                  build/san/obj/build/gen/cmdtab.o $(foreach m,$(LIBDEPS_cli),build/san/lib$(m).a)
+	@mkdir -p $(dir $@)
+	@echo "  LD [san] $@"
+	@$(CC) $(MODE_san_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+
+test: deps $(TEST_BINS_rel) $(TEST_BINS_san) $(FUZZ_REPLAY) build/rel/odsim build/dbg/odsim build/san/odsim
 	@ODSIM_ROOT=$(CURDIR) ./tests/run_all.sh $(TEST_BINS_rel) $(TEST_BINS_san)
 
 # The validation guard: re-fits the committed H200 data and fails when a held-out group exceeds 5%
@@ -212,7 +222,6 @@ bench: all
 	@echo "stress profile (scenarios/bench_stress.yaml), one simulated hour, coarse mode:"
 	./build/rel/odsim run scenarios/bench_stress.yaml --set serving.coarse=true --timing > /dev/null
 
-FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	@mkdir -p build/fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -221,7 +230,7 @@ fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	    tests/fuzz/$$t.c $$srcs $(CLI_SRCS) build/gen/cmdtab.c build/gen/version.c \
 	    -o build/fuzz/$$t $(LDLIBS); \
 	  mkdir -p build/fuzz/corpus_$$t; \
-	  seeds=tests/fuzz/seeds/$$t; [ -d $$seeds ] || seeds=""; \
+	  seeds=""; for d in tests/fuzz/seeds/$$t tests/fuzz/corpus/$$t; do [ -d $$d ] && seeds="$$seeds $$d"; done; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  ./build/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus_$$t $$seeds 2>&1 | tail -3; \
 	done
