@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli/cmd.h"
+#include "common/atomicio.h"
 #include "cli/study.h"
 #include "models/calib.h"
 #include "models/hwcat.h"
@@ -156,7 +157,12 @@ static int fit_main(int argc, char **argv)
     kbset_t *set = NULL;
     calib_t *seed = NULL;
     fit_t *f = NULL;
-    int st = heldout_load(a.heldout, &ho, &e);
+    /* the profile's path is refused, if it is, before any fitting; the rule is found under the data root */
+    int st = atomicio_check(a.out, &e);
+    char *heldout = st ? NULL : study_data_path(a.heldout);
+    if (!st && !heldout) st = err_set(&e, ERR_NOMEM, "out of memory");
+    if (!st) st = heldout_load(heldout, &ho, &e);
+    free(heldout);
     if (!st) st = kbset_load_dir(a.dir, a.device, &set, &e);
     if (!st && !kbset_n_files(set)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.dir);
     if (!st) st = seed_from_catalog(&a, &seed, &e);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/cmd.h"
+#include "common/outset.h"
 #include "cli/study.h"
 #include "common/atomicio.h"
 #include "common/cfg.h"
@@ -278,7 +279,13 @@ static int validate_main(int argc, char **argv)
     heldout_t *ho = NULL;
     kbset_t *set = NULL;
     cmp_t *cmp = NULL;
-    int st = heldout_load(a.heldout, &ho, &e);
+    /* an output refused is refused before any prediction */
+    static const char *const outs[] = {"validate.json", "validate.csv", "validate.txt", "validate.svg", "validate.png"};
+    int st = a.out ? outset_check(a.out, outs, sizeof outs / sizeof outs[0], &e) : ERR_OK;
+    char *heldout = st ? NULL : study_data_path(a.heldout);
+    if (!st && !heldout) st = err_set(&e, ERR_NOMEM, "out of memory");
+    if (!st) st = heldout_load(heldout, &ho, &e);
+    free(heldout);
     kbset_t *other = NULL;
     if (!st) st = kbset_load_dir(a.dir, a.device, &set, &e);
     if (!st && !kbset_n_files(set)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.dir);

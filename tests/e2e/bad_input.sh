@@ -72,5 +72,8 @@ expect 2 "--context 1e15: expected a token count of at most 4294967296 (4Gi)" --
 expect 2 "--context 4097M: expected a token count" -- $odsim plan --model qwen3-8b --context 4097M --method fathom
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom, keys: kbench}\n' > "$tmp/keys.yaml"
 expect 1 "key 'method.keys': removed: use key_variances" -- $odsim run "$tmp/keys.yaml"
+# outputs refused before any work: fit's profile and validate's --out
+expect 1 "/dev/null: is a character device, not replaced" -- $odsim fit validation/data/h200 -o /dev/null
+expect 1 "/dev/null: is not a directory" -- $odsim validate validation/data/h200 --out /dev/null
 [ $fail -eq 0 ] || exit 1
 echo "bad input: every case failed cleanly with its message"
