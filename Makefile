@@ -230,7 +230,7 @@ fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	    tests/fuzz/$$t.c $$srcs $(CLI_SRCS) build/gen/cmdtab.c build/gen/version.c \
 	    -o build/fuzz/$$t $(LDLIBS); \
 	  mkdir -p build/fuzz/corpus_$$t; \
-	  seeds=""; for d in tests/fuzz/seeds/$$t tests/fuzz/corpus/$$t; do [ -d $$d ] && seeds="$$seeds $$d"; done; \
+	  seeds=""; for d in tests/fuzz/seeds/$$t tests/fuzz/corpus/$$t; do if [ -d $$d ]; then seeds="$$seeds $$d"; fi; done; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  ./build/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus_$$t $$seeds 2>&1 | tail -3; \
 	done
