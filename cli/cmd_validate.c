@@ -40,6 +40,8 @@ static const char validate_usage[] =
     "  --group NAMES    only the held-out groups named (comma-separated; a name takes its subgroups:\n"
     "                   concurrency is concurrency:procs and concurrency:streams)\n"
     "  --max N          at most N cases (0: all)\n"
+    "  --sealed         also the sealed groups (heldout.yaml's `sealed: true`, e.g. whole_model): run\n"
+    "                   once, when the issue that sealed them closes; without it they are skipped\n"
     "  --floor DIR2     (repeatable, up to 64) other runs of the same cases: each compared value\n"
     "                   gets its run-to-run floor, the largest |difference| of their measurements,\n"
     "                   and each group counts the errors beyond their floor\n"
@@ -55,7 +57,7 @@ static const char validate_usage[] =
 typedef struct val_args {
     const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat;
     const char *floors[VAL_MAX_FLOORS];
-    int n_floors, json;
+    int n_floors, json, sealed;
     long max;
 } val_args_t;
 
@@ -93,6 +95,8 @@ static int parse_args(int argc, char **argv, val_args_t *a)
             a->floors[a->n_floors++] = argv[++i];
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
+        } else if (!strcmp(s, "--sealed")) {
+            a->sealed = 1;
         } else if (s[0] == '-') {
             return cmd_usage_error(&cmd_validate, "unknown option '%s'", s);
         } else if (!a->dir) {
@@ -294,7 +298,8 @@ static int validate_main(int argc, char **argv)
     for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
         const kbrow_t *r = kbset_row(set, i);
         char group[128];
-        if (heldout_classify(ho, r, group, sizeof group) != HELDOUT_HELD) continue;
+        heldout_class_t hc = heldout_classify(ho, r, group, sizeof group);
+        if (hc != HELDOUT_HELD && !(hc == HELDOUT_SEALED && a.sealed)) continue;
         if (a.group && !group_selected(a.group, group)) continue;
         if (a.max && (long)n_done >= a.max) break;
         n_done++;
