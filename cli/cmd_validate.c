@@ -295,6 +295,12 @@ static int validate_main(int argc, char **argv)
     if (!st) snprintf(calib_default, sizeof calib_default, "models/calib/%s.yaml", kbset_device(set));
     run_ctx_t x = {&a, a.calib ? a.calib : calib_default, NULL, 0, 0};
     size_t n_failed = 0, n_done = 0;
+    double fit_max_n = NAN;   /* the largest context the fit saw: how far a held-out case extrapolates */
+    for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
+        const kbrow_t *r = kbset_row(set, i);
+        if (heldout_classify(ho, r, NULL, 0) == HELDOUT_FIT && !isnan(r->n_tokens) && !(r->n_tokens <= fit_max_n))
+            fit_max_n = r->n_tokens;
+    }
     for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
         const kbrow_t *r = kbset_row(set, i);
         char group[128];
@@ -311,7 +317,7 @@ static int validate_main(int argc, char **argv)
         st = a.group ? err_set(&e, ERR_NOTFOUND, "%s: no held-out cases in the groups '%s' (%s)", a.dir, a.group, a.heldout)
                      : err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
     if (!st) {
-        vreport_info_t info = {a.dir, other ? "" : x.calib, a.heldout, x.calib_hash, heldout_hash(ho), a.repeat};
+        vreport_info_t info = {a.dir, other ? "" : x.calib, a.heldout, x.calib_hash, heldout_hash(ho), a.repeat, fit_max_n};
         if (a.json) {
             char *json = NULL;
             st = vreport_json(cmp, &info, &json, &e);
