@@ -28,7 +28,9 @@ static const char validate_usage[] =
     "concurrent sessions, runs at n > 256K) through the study assembly, and compares the predicted\n"
     "p50, p99 and throughput with the measured ones (error %, measured p10..p90 spread), with a\n"
     "summary per group (median and max absolute error). Predictions that used a calibration\n"
-    "parameter outside its fitted range, or an assumed one, are flagged.\n"
+    "parameter outside its fitted range, or an assumed one, are flagged. A held-out case measured\n"
+    "under another host runtime than the fit set (its CSV's `# runtime:` header, else\n"
+    "`# virtualisation:`) is not predicted: it fails.\n"
     "\n"
     "  --calib FILE     calibration profile (default models/calib/<device>.yaml)\n"
     "  --json           print the report as JSON instead of the text table\n"
@@ -296,10 +298,12 @@ static int validate_main(int argc, char **argv)
     run_ctx_t x = {&a, a.calib ? a.calib : calib_default, NULL, 0, 0};
     size_t n_failed = 0, n_done = 0;
     double fit_max_n = NAN;   /* the largest context the fit saw: how far a held-out case extrapolates */
+    char fit_runtime[64] = "", runtime[64];   /* the host runtime of the fit set (the primary's) */
     for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
         const kbrow_t *r = kbset_row(set, i);
-        if (heldout_classify(ho, r, NULL, 0) == HELDOUT_FIT && !isnan(r->n_tokens) && !(r->n_tokens <= fit_max_n))
-            fit_max_n = r->n_tokens;
+        if (heldout_classify(ho, r, NULL, 0) != HELDOUT_FIT) continue;
+        if (!isnan(r->n_tokens) && !(r->n_tokens <= fit_max_n)) fit_max_n = r->n_tokens;
+        if (!*fit_runtime) kbset_runtime(set, r->file_index, fit_runtime, sizeof fit_runtime);
     }
     for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
         const kbrow_t *r = kbset_row(set, i);
@@ -309,6 +313,15 @@ static int validate_main(int argc, char **argv)
         if (a.group && !group_selected(a.group, group)) continue;
         if (a.max && (long)n_done >= a.max) break;
         n_done++;
+        kbset_runtime(set, r->file_index, runtime, sizeof runtime);
+        if (!other && *runtime && *fit_runtime && strcmp(runtime, fit_runtime)) {   /* issue 31: held out on the primary's runtime */
+            char why[256];
+            snprintf(why, sizeof why, "measured under %s, the fit set under %s: held-out data comes from the primary's runtime",
+                     runtime, fit_runtime);
+            n_failed++;
+            st = cmp_add(cmp, group, r, NULL, why, NULL, NULL, &e);
+            continue;
+        }
         st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
                    : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
         if (!st && a.n_floors) st = add_floor(cmp, set, i, floors, a.n_floors, &e);
