@@ -29,7 +29,9 @@ static const char validate_usage[] =
     "concurrent sessions, runs at n > 256K) through the study assembly, and compares the predicted\n"
     "p50, p99 and throughput with the measured ones (error %, measured p10..p90 spread), with a\n"
     "summary per group (median and max absolute error). Predictions that used a calibration\n"
-    "parameter outside its fitted range, or an assumed one, are flagged.\n"
+    "parameter outside its fitted range, or an assumed one, are flagged. A held-out case measured\n"
+    "under another host runtime than the fit set (its CSV's `# runtime:` header, else\n"
+    "`# virtualisation:`) is not predicted: it fails.\n"
     "\n"
     "  --calib FILE     calibration profile (default models/calib/<device>.yaml)\n"
     "  --json           print the report as JSON instead of the text table\n"
@@ -41,6 +43,8 @@ static const char validate_usage[] =
     "  --group NAMES    only the held-out groups named (comma-separated; a name takes its subgroups:\n"
     "                   concurrency is concurrency:procs and concurrency:streams)\n"
     "  --max N          at most N cases (0: all)\n"
+    "  --sealed         also the sealed groups (heldout.yaml's `sealed: true`, e.g. whole_model): run\n"
+    "                   once, when the issue that sealed them closes; without it they are skipped\n"
     "  --floor DIR2     (repeatable, up to 64) other runs of the same cases: each compared value\n"
     "                   gets its run-to-run floor, the largest |difference| of their measurements,\n"
     "                   and each group counts the errors beyond their floor\n"
@@ -56,7 +60,7 @@ static const char validate_usage[] =
 typedef struct val_args {
     const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat;
     const char *floors[VAL_MAX_FLOORS];
-    int n_floors, json;
+    int n_floors, json, sealed;
     long max;
 } val_args_t;
 
@@ -94,6 +98,8 @@ static int parse_args(int argc, char **argv, val_args_t *a)
             a->floors[a->n_floors++] = argv[++i];
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
+        } else if (!strcmp(s, "--sealed")) {
+            a->sealed = 1;
         } else if (s[0] == '-') {
             return cmd_usage_error(&cmd_validate, "unknown option '%s'", s);
         } else if (!a->dir) {
@@ -298,13 +304,31 @@ static int validate_main(int argc, char **argv)
     if (!st) snprintf(calib_default, sizeof calib_default, "models/calib/%s.yaml", kbset_device(set));
     run_ctx_t x = {&a, a.calib ? a.calib : calib_default, NULL, 0, 0};
     size_t n_failed = 0, n_done = 0;
+    double fit_max_n = NAN;   /* the largest context the fit saw: how far a held-out case extrapolates */
+    char fit_runtime[64] = "", runtime[64];   /* the host runtime of the fit set (the primary's) */
+    for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
+        const kbrow_t *r = kbset_row(set, i);
+        if (heldout_classify(ho, r, NULL, 0) != HELDOUT_FIT) continue;
+        if (!isnan(r->n_tokens) && !(r->n_tokens <= fit_max_n)) fit_max_n = r->n_tokens;
+        if (!*fit_runtime) kbset_runtime(set, r->file_index, fit_runtime, sizeof fit_runtime);
+    }
     for (size_t i = 0; !st && i < kbset_n_rows(set); i++) {
         const kbrow_t *r = kbset_row(set, i);
         char group[128];
-        if (heldout_classify(ho, r, group, sizeof group) != HELDOUT_HELD) continue;
+        heldout_class_t hc = heldout_classify(ho, r, group, sizeof group);
+        if (hc != HELDOUT_HELD && !(hc == HELDOUT_SEALED && a.sealed)) continue;
         if (a.group && !group_selected(a.group, group)) continue;
         if (a.max && (long)n_done >= a.max) break;
         n_done++;
+        kbset_runtime(set, r->file_index, runtime, sizeof runtime);
+        if (!other && *runtime && *fit_runtime && strcmp(runtime, fit_runtime)) {   /* issue 31: held out on the primary's runtime */
+            char why[256];
+            snprintf(why, sizeof why, "measured under %s, the fit set under %s: held-out data comes from the primary's runtime",
+                     runtime, fit_runtime);
+            n_failed++;
+            st = cmp_add(cmp, group, r, NULL, why, NULL, NULL, &e);
+            continue;
+        }
         st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
                    : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
         if (!st && a.n_floors) st = add_floor(cmp, set, i, floors, a.n_floors, &e);
@@ -313,7 +337,7 @@ static int validate_main(int argc, char **argv)
         st = a.group ? err_set(&e, ERR_NOTFOUND, "%s: no held-out cases in the groups '%s' (%s)", a.dir, a.group, a.heldout)
                      : err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
     if (!st) {
-        vreport_info_t info = {a.dir, other ? "" : x.calib, a.heldout, x.calib_hash, heldout_hash(ho), a.repeat};
+        vreport_info_t info = {a.dir, other ? "" : x.calib, a.heldout, x.calib_hash, heldout_hash(ho), a.repeat, fit_max_n};
         if (a.json) {
             char *json = NULL;
             st = vreport_json(cmp, &info, &json, &e);

@@ -141,7 +141,7 @@ int fit_run(const kbset_t *set, const heldout_t *ho, const calib_t *seed, fit_t 
         } else if (c == HELDOUT_FIT) {
             f->n_fit++;
             if (sel_add(&rows, r)) rc = err_set(e, ERR_NOMEM, "fit: out of memory");
-        } else if (c == HELDOUT_HELD) {
+        } else if (c == HELDOUT_HELD || c == HELDOUT_SEALED) {
             f->n_held++;
         } else {
             f->n_unused++;

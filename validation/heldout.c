@@ -18,6 +18,8 @@ typedef struct ho_rule {
     double min_n, max_n;  /* NAN: none */
     bool single_only;
     int split_by;         /* 0 none, 1 policy, 2 method, 3 op, 4 policy up to its first ':' */
+    long key_mod, key_rest; /* key_mod > 0: only cases whose key hash is key_rest modulo key_mod */
+    bool sealed;
 } ho_rule_t;
 
 struct heldout {
@@ -28,8 +30,8 @@ struct heldout {
 
 typedef struct ho_node {
     const char *group, *suite, *op;
-    double min_n, max_n;
-    bool single_only;
+    double min_n, max_n, key_mod, key_rest;
+    bool single_only, sealed;
     int split_by;
 } ho_node_t;
 
@@ -43,6 +45,9 @@ static const cfg_param_t held_params[] = {
     {"max_n_tokens", CFG_T_DOUBLE, offsetof(ho_node_t, max_n), "-1", 1, 0, NULL, "n_tokens at most"},
     {"single_only", CFG_T_BOOL, offsetof(ho_node_t, single_only), "false", 1, 0, NULL, "no concurrent_id"},
     {"split_by", CFG_T_ENUM, offsetof(ho_node_t, split_by), "none", 1, 0, split_choices, "column splitting the group"},
+    {"key_mod", CFG_T_DOUBLE, offsetof(ho_node_t, key_mod), "0", 1, 0, NULL, "case-key hash modulus (0: any case)"},
+    {"key_rest", CFG_T_DOUBLE, offsetof(ho_node_t, key_rest), "0", 1, 0, NULL, "case-key hash remainder taken"},
+    {"sealed", CFG_T_BOOL, offsetof(ho_node_t, sealed), "false", 1, 0, NULL, "validated only on request"},
 };
 
 static const cfg_param_t fit_params[] = {
@@ -96,6 +101,14 @@ static int load_rules(const cfg_node_t *seq, bool held, ho_rule_t **out, size_t 
         v[i].max_n = hn.max_n >= 0 ? hn.max_n : NAN;
         v[i].single_only = hn.single_only;
         v[i].split_by = held ? hn.split_by : 0;
+        v[i].sealed = held && hn.sealed;
+        v[i].key_mod = held ? (long)hn.key_mod : 0;
+        v[i].key_rest = held ? (long)hn.key_rest : 0;
+        if (held && (hn.key_mod != floor(hn.key_mod) || hn.key_mod < 0 || hn.key_mod > 1e6 || hn.key_rest != floor(hn.key_rest) ||
+                     hn.key_rest < 0 || (hn.key_mod > 0 && hn.key_rest >= hn.key_mod))) {
+            rules_free(v, i + 1);
+            return cfg_error(e, ERR_INVAL, cfg_at(seq, i), "key_mod wants a whole number in [0, 1e6] and key_rest one below it");
+        }
         if ((held && !v[i].group) || (*hn.suite && !v[i].suite) || (*hn.op && !v[i].op)) {
             rules_free(v, i + 1);
             return err_set(e, ERR_NOMEM, "heldout: out of memory");
@@ -149,6 +162,15 @@ int heldout_load(const char *path, heldout_t **out, err_t *e)
     return rc;
 }
 
+uint64_t heldout_case_key(const kbrow_t *r)
+{
+    double sessions = fmax(isnan(r->streams) ? 1 : r->streams, isnan(r->procs) ? 1 : r->procs);
+    char key[256];
+    int n = snprintf(key, sizeof key, "%s|%lld|%lld", r->method, isnan(r->n_tokens) ? -1LL : (long long)r->n_tokens,
+                     (long long)sessions);
+    return str_fnv1a(key, (size_t)(n < (int)sizeof key ? n : (int)sizeof key - 1));
+}
+
 static bool rule_matches(const ho_rule_t *r, const kbrow_t *row)
 {
     if (r->suite && strcmp(r->suite, row->suite)) return false;
@@ -156,6 +178,7 @@ static bool rule_matches(const ho_rule_t *r, const kbrow_t *row)
     if (!isnan(r->min_n) && !(row->n_tokens >= r->min_n)) return false;
     if (!isnan(r->max_n) && row->n_tokens > r->max_n) return false;
     if (r->single_only && !isnan(row->concurrent_id)) return false;
+    if (r->key_mod > 0 && heldout_case_key(row) % (uint64_t)r->key_mod != (uint64_t)r->key_rest) return false;
     return true;
 }
 
@@ -171,7 +194,7 @@ heldout_class_t heldout_classify(const heldout_t *h, const kbrow_t *r, char *gro
             if (by) snprintf(group, group_len, "%s:%.*s", ru->group, by_len ? by_len : 1, by_len ? by : "-");
             else snprintf(group, group_len, "%s", ru->group);
         }
-        return HELDOUT_HELD;
+        return ru->sealed ? HELDOUT_SEALED : HELDOUT_HELD;
     }
     for (size_t i = 0; i < h->n_fit; i++)
         if (rule_matches(&h->fit[i], r)) return HELDOUT_FIT;

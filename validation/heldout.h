@@ -13,19 +13,22 @@
  *
  * A rule matches a row when every condition it names holds: `suite` and `op` equal; `min_n_tokens` /
  * `max_n_tokens` bound n_tokens (a row without n_tokens meets no min and every max);
- * `single_only` requires an empty concurrent_id. `split_by: policy` (or `method`, `op`) appends
+ * `single_only` requires an empty concurrent_id; `key_mod: M, key_rest: R` takes only cases whose
+ * heldout_case_key is R modulo M; `sealed: true` makes the group sealed (HELDOUT_SEALED). `split_by: policy` (or `method`, `op`) appends
  * ":<value>" to the group name; `policy_kind` appends the policy up to its first ':' (kbench's
  * "procs:4" → "procs"). A row no rule takes is unused. */
 #ifndef ODSIM_VALIDATION_HELDOUT_H
 #define ODSIM_VALIDATION_HELDOUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "common/err.h"
 #include "validation/kbcsv.h"
 
 typedef struct heldout heldout_t;
 
-typedef enum { HELDOUT_UNUSED = 0, HELDOUT_FIT, HELDOUT_HELD } heldout_class_t;
+/* HELDOUT_SEALED: held out by a `sealed: true` rule, validated only when asked (odsim validate --sealed). */
+typedef enum { HELDOUT_UNUSED = 0, HELDOUT_FIT, HELDOUT_HELD, HELDOUT_SEALED } heldout_class_t;
 
 /* Loads a rule file. Errors: ERR_IO, ERR_PARSE, ERR_INVAL (file:line:col and key), ERR_NOMEM. */
 int heldout_load(const char *path, heldout_t **out, err_t *e);
@@ -33,8 +36,15 @@ int heldout_load(const char *path, heldout_t **out, err_t *e);
 int heldout_load_string(const char *name, const char *text, heldout_t **out, err_t *e);
 void heldout_free(heldout_t *h);
 
-/* Classifies r. For HELDOUT_HELD the group name is written to group (truncated to group_len). */
+/* Classifies r. For HELDOUT_HELD and HELDOUT_SEALED the group name is written to group (truncated to
+ * group_len). */
 heldout_class_t heldout_classify(const heldout_t *h, const kbrow_t *r, char *group, size_t group_len);
+
+/* The case key the `key_mod` rules split on: str_fnv1a (common/str.h: FNV-1a 64 with offset basis
+ * 1469598103934665603) of "METHOD|N_TOKENS|SESSIONS",
+ * SESSIONS the larger of streams and procs (1 when both are empty), N_TOKENS -1 when empty; every
+ * row of one configuration (its sessions' rows and their aggregate) has the same key. */
+uint64_t heldout_case_key(const kbrow_t *r);
 
 /* FNV-1a 64 of the rule text, for provenance. */
 unsigned long long heldout_hash(const heldout_t *h);

@@ -511,3 +511,15 @@ const char *kbset_meta(const kbset_t *s, size_t file, const char *key)
         if (!strcmp(f->meta_keys[i], key)) return f->meta_values[i];
     return NULL;
 }
+
+void kbset_runtime(const kbset_t *s, size_t file, char *buf, size_t n)
+{
+    if (!n) return;
+    buf[0] = 0;
+    const char *v = kbset_meta(s, file, "runtime");
+    if (!v) v = kbset_meta(s, file, "virtualisation");
+    if (!v) return;
+    size_t i = 0;
+    for (; v[i] && !isspace((unsigned char)v[i]) && v[i] != '(' && i + 1 < n; i++) buf[i] = (char)tolower((unsigned char)v[i]);
+    buf[i] = 0;
+}

@@ -70,6 +70,11 @@ const char *kbset_device(const kbset_t *s);
 /* Header value `key` of file i, or NULL. */
 const char *kbset_meta(const kbset_t *s, size_t file, const char *key);
 
+/* The host runtime file `file` of s was measured under, lower case, into buf (n bytes): the first
+ * word of its `# runtime:` header (kbench names it since issue 31: firecracker, gvisor), else of
+ * its `# virtualisation:` header ("Firecracker microVM" → firecracker); "" when neither is there. */
+void kbset_runtime(const kbset_t *s, size_t file, char *buf, size_t n);
+
 /* Whether a and b measure the same case: every column naming it equal (suite, op, variant, the
  * sizes and counts, allocator, streams, procs, policy, placement, layout, method, model,
  * concurrent_id, qheads, chunk_tokens; empty cells equal empty cells), what was measured (reps,

@@ -181,7 +181,8 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     else if (strstr(r->policy, "fetch:ce") || (fetch_row && !strcmp(r->variant, "ce2d")))
         fputs(", index_fetch: ce", fp);
     fputs("}\n", fp);
-    /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N". */
+    /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N" (its whole suite's
+     * "streams:N;fetch:PATH" too). */
     char mode[32];
     snprintf(mode, sizeof mode, "%.*s", (int)strcspn(r->policy, ":;"), r->policy);
     if (!strcmp(mode, "procs")) snprintf(mode, sizeof mode, "processes");

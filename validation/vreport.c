@@ -89,6 +89,51 @@ static void by_op(FILE *fp, const cmp_t *c)
     free(a);
 }
 
+static bool extrapolates(const cmp_case_t *cs) { return !strcmp(cs->group, "context") || !strncmp(cs->group, "whole", 5); }
+
+/* Errors against the context's ratio to the largest fitted one: per extrapolating group and ratio,
+ * every compared value of its cases pooled. */
+static void by_context(FILE *fp, const cmp_t *c, double fit_max)
+{
+    size_t n = cmp_n_cases(c);
+    double *a = malloc((3 * n + 1) * sizeof *a);
+    if (!a || !(fit_max > 0)) {
+        free(a);
+        return;
+    }
+    bool header = false;
+    for (size_t i = 0; i < n; i++) {
+        const cmp_case_t *ci = cmp_case_at(c, i);
+        if (!extrapolates(ci) || isnan(ci->row->n_tokens)) continue;
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++) {
+            const cmp_case_t *cj = cmp_case_at(c, j);
+            first = !(extrapolates(cj) && !strcmp(cj->group, ci->group) && cj->row->n_tokens == ci->row->n_tokens);
+        }
+        if (!first) continue;
+        size_t k = 0, cases = 0;
+        for (size_t j = i; j < n; j++) {
+            const cmp_case_t *cj = cmp_case_at(c, j);
+            if (strcmp(cj->group, ci->group) || cj->row->n_tokens != ci->row->n_tokens || !cj->ok) continue;
+            cases++;
+            double v[3] = {cj->err_p50_pct, cj->err_p99_pct, cj->err_tput_pct};
+            for (int m = 0; m < 3; m++)
+                if (!isnan(v[m])) a[k++] = fabs(v[m]);
+        }
+        if (!k) continue;
+        if (!header)
+            fprintf(fp, "\n%-22s %9s %12s %6s %14s %11s\n", "by context", "n_tokens", "x fit max", "cases", "median |err|%",
+                    "max |err|%");
+        header = true;
+        double mx = 0;
+        for (size_t j = 0; j < k; j++) mx = fmax(mx, a[j]);
+        fprintf(fp, "%-22s %9.0f %12.3g %6zu %14.2f %11.2f\n", ci->group, ci->row->n_tokens, ci->row->n_tokens / fit_max, cases,
+                median_of(a, k), mx);
+    }
+    if (header) fprintf(fp, "(x fit max: the case's context over the largest in the fit set, %.0f tokens)\n", fit_max);
+    free(a);
+}
+
 void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
 {
     provenance(fp, info, "# ");
@@ -120,6 +165,7 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
                 g->n_flagged, g->all.median_abs_err_pct, g->all.max_abs_err_pct, a, b, d, f);
     }
     by_op(fp, c);
+    by_context(fp, c, info->fit_max_n_tokens);
     /* Flags, summarised: each parameter once, with how many cases used it assumed or out of range
      * (every case's own list is in the JSON). */
     typedef struct flag_count {

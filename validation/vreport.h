@@ -13,9 +13,12 @@ typedef struct vreport_info {
     const char *data_dir, *calib_path, *heldout_path;
     uint64_t calib_hash, heldout_hash;
     const char *against;   /* NULL, or the run whose measurements stand for the predictions */
+    double fit_max_n_tokens; /* the largest context of the fit set (NAN, 0: unknown, no ratio table) */
 } vreport_info_t;
 
-/* The per-case table and the group summaries, as text. */
+/* The per-case table and the group summaries, as text; for the groups that extrapolate in context
+ * (`context`, and `whole*`: issue 31) their errors by the ratio of a case's context to the fit
+ * set's largest (info->fit_max_n_tokens), pooled over p50, p99 and throughput. */
 void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info);
 
 /* The whole report as JSON text (*out heap, caller frees): {"odsim", "calibration", ...,

@@ -148,5 +148,6 @@ int kb_suite_kernels(const kb_opts_t *o);
 int kb_suite_step(const kb_opts_t *o);
 int kb_suite_concurrency(const kb_opts_t *o);
 int kb_suite_host(const kb_opts_t *o);
+int kb_suite_whole(const kb_opts_t *o);
 
 #endif

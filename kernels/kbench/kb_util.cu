@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/klog.h>
 #include <sys/utsname.h>
 #include "kb.h"
 #include "ref/kref.h"
@@ -242,6 +243,24 @@ static void meminfo_value(const char *key, char *buf, size_t n)
     fclose(f);
 }
 
+/* The host runtime (issue 31: held-out data comes from the primary's runtime) and what names it:
+ * Firecracker's guest kernels carry "-fc-" in their release; gVisor reports kernel 4.4.0 and its
+ * synthetic kernel log names it; the kernel log and /proc/1/cgroup's first line as read. */
+static void write_runtime_meta(kb_csv_t *c, const struct utsname *u)
+{
+    static char log[1 << 16];
+    int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, (int)sizeof log - 1);
+    log[n > 0 ? n : 0] = 0;
+    int gv = strstr(log, "gVisor") != NULL, fc_log = strstr(log, "Firecracker") != NULL;
+    int fc = strstr(u->release, "-fc-") != NULL;
+    char cg[256];
+    read_line("/proc/1/cgroup", cg, sizeof cg);
+    kb_csv_meta(c, "runtime", "%s (kernel %s; release %s -fc-; kernel log %s, names gVisor: %s, Firecracker: %s; "
+                "/proc/1/cgroup: %s)", gv ? "gvisor" : (fc || fc_log) ? "firecracker" : "unknown", u->release,
+                fc ? "has" : "lacks", n > 0 ? "read" : "unreadable", gv ? "yes" : "no", fc_log ? "yes" : "no",
+                cg[0] ? cg : "unreadable");
+}
+
 static void write_platform_meta(kb_csv_t *c)
 {
     cudaDeviceProp p;
@@ -277,6 +296,7 @@ static void write_platform_meta(kb_csv_t *c)
                                                  : "bare metal";
     kb_csv_meta(c, "virtualisation", "%s (kernel %s, cpu hypervisor flag %s)", virt, u.release,
                 hyp ? "set" : "clear");
+    write_runtime_meta(c, &u);
     kb_csv_meta(c, "iommu", "%s", file_has("/proc/cmdline", "iommu") ? "named on kernel cmdline"
                                                                    : "not visible in guest");
     read_line("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);

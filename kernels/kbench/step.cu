@@ -70,6 +70,23 @@ static void top_channels(int C, int *chans)
 int kb_layer_data_new(kb_layer_data_t *D, size_t n_max, int heads, int qgroup, int T,
                       int keep_device, uint64_t seed)
 {
+    return kb_layer_data_new_for(D, n_max, heads, qgroup, T, keep_device, seed, KB_M_ALL);
+}
+
+/* Whether method m's index is built: asked for, or shared with one asked for (SparQ reads Fathom's
+ * planes); the K/V always. */
+static int wanted(unsigned methods, int m)
+{
+    if (m == KB_M_DENSE)
+        return 1;
+    if (m == KB_M_FATHOM)
+        return (methods & (1u << KB_M_FATHOM | 1u << KB_M_SPARQ)) != 0;
+    return m != KB_M_SPARQ && (methods & (1u << m));
+}
+
+int kb_layer_data_new_for(kb_layer_data_t *D, size_t n_max, int heads, int qgroup, int T,
+                          int keep_device, uint64_t seed, unsigned methods)
+{
     memset(D, 0, sizeof *D);
     D->n_max = n_max;
     D->heads = heads;
@@ -78,44 +95,52 @@ int kb_layer_data_new(kb_layer_data_t *D, size_t n_max, int heads, int qgroup, i
     size_t total = 0;
     for (int m = 0; m < KB_M_N; m++) {
         D->per_head[m] = per_head((kb_method_t)m, n_max, qgroup, T);
-        if (m != KB_M_SPARQ)
+        if (wanted(methods, m))
             total += D->per_head[m] * heads;
     }
     if (kb_host_alloc(&D->hb, total, KB_HOSTALLOC) != 0)
         return -1;
     uint8_t *p = (uint8_t *)D->hb.ptr;
     for (int m = 0; m < KB_M_N; m++) {
-        if (m == KB_M_SPARQ)
+        if (!wanted(methods, m))
             continue;
         D->h[m] = p;
         p += D->per_head[m] * heads;
         CK(cudaMalloc(&D->d[m], D->per_head[m] * heads));
     }
-    D->h[KB_M_SPARQ] = D->h[KB_M_FATHOM];
-    D->d[KB_M_SPARQ] = D->d[KB_M_FATHOM];
+    if (methods & (1u << KB_M_SPARQ)) {
+        D->h[KB_M_SPARQ] = D->h[KB_M_FATHOM];
+        D->d[KB_M_SPARQ] = D->d[KB_M_FATHOM];
+    }
     uint16_t *k;
     CK(cudaMalloc(&k, heads * n_max * KREF_D * 2));
     kb_make_keys(k, n_max * KREF_D, KREF_D, heads, n_max, seed, 0);
     uint16_t *kv = (uint16_t *)D->d[KB_M_DENSE];
     CK(cudaMemcpy2D(kv, 4 * KREF_D, k, 2 * KREF_D, 2 * KREF_D, heads * n_max, cudaMemcpyDeviceToDevice));
     kb_make_keys(kv + KREF_D, n_max * 2 * KREF_D, 2 * KREF_D, heads, n_max, seed + 1000, 0);
-    kb_quantize(k, n_max * KREF_D, heads, n_max, T, D->d[KB_M_FATHOM], D->per_head[KB_M_FATHOM], 0);
+    if (D->d[KB_M_FATHOM])
+        kb_quantize(k, n_max * KREF_D, heads, n_max, T, D->d[KB_M_FATHOM], D->per_head[KB_M_FATHOM], 0);
     int chans[32], *dch;
     top_channels(32, chans);
     CK(cudaMalloc(&dch, sizeof chans));
     CK(cudaMemcpy(dch, chans, sizeof chans, cudaMemcpyHostToDevice));
-    kb_build_pertoken(k, n_max * KREF_D, heads, n_max, dch, 32, D->d[KB_M_PT136],
-                      D->per_head[KB_M_PT136], 0);
-    kb_build_pertoken(k, n_max * KREF_D, heads, n_max, dch, 16, D->d[KB_M_PT68],
-                      D->per_head[KB_M_PT68], 0);
-    kb_build_landmark(k, n_max * KREF_D, heads, n_max, 8, D->d[KB_M_LM8], D->per_head[KB_M_LM8], 0);
-    kb_build_landmark(k, n_max * KREF_D, heads, n_max, 16, D->d[KB_M_LM16], D->per_head[KB_M_LM16], 0);
-    kb_fill_random(D->d[KB_M_HASH], D->per_head[KB_M_HASH] * heads, seed + 7);
+    if (D->d[KB_M_PT136])
+        kb_build_pertoken(k, n_max * KREF_D, heads, n_max, dch, 32, D->d[KB_M_PT136],
+                          D->per_head[KB_M_PT136], 0);
+    if (D->d[KB_M_PT68])
+        kb_build_pertoken(k, n_max * KREF_D, heads, n_max, dch, 16, D->d[KB_M_PT68],
+                          D->per_head[KB_M_PT68], 0);
+    if (D->d[KB_M_LM8])
+        kb_build_landmark(k, n_max * KREF_D, heads, n_max, 8, D->d[KB_M_LM8], D->per_head[KB_M_LM8], 0);
+    if (D->d[KB_M_LM16])
+        kb_build_landmark(k, n_max * KREF_D, heads, n_max, 16, D->d[KB_M_LM16], D->per_head[KB_M_LM16], 0);
+    if (D->d[KB_M_HASH])
+        kb_fill_random(D->d[KB_M_HASH], D->per_head[KB_M_HASH] * heads, seed + 7);
     CK(cudaDeviceSynchronize());
     CK(cudaFree(k));
     CK(cudaFree(dch));
     for (int m = 0; m < KB_M_N; m++) {
-        if (m == KB_M_SPARQ)
+        if (m == KB_M_SPARQ || !D->d[m])
             continue;
         CK(cudaMemcpy(D->h[m], D->d[m], D->per_head[m] * heads, cudaMemcpyDeviceToHost));
         if (!keep_device) {
@@ -212,8 +237,14 @@ kb_session_t *kb_session_new(const kb_layer_data_t *D, const kb_step_cfg_t *c, k
     int host_idx = c->place == KB_P_HOST;
     S->idx_hs = per_head(m, n, S->g, D->T);
     S->kv_hs = per_head(KB_M_DENSE, n, S->g, D->T);
-    S->idx = m == KB_M_DENSE ? NULL : (host_idx ? D->h[m] : D->d[m]);
-    S->kv = (const uint16_t *)(c->place == KB_P_HBM_ALL ? D->d[KB_M_DENSE] : D->h[KB_M_DENSE]);
+    if ((size_t)(c->slot + 1) * n > D->n_max)
+        kb_die("a session's slot lies past its layer's data", __FILE__, __LINE__);
+    size_t idx_at = (size_t)c->slot * S->heads * S->idx_hs, kv_at = (size_t)c->slot * S->heads * S->kv_hs;
+    const uint8_t *idx_base = m == KB_M_DENSE ? NULL : (host_idx ? D->h[m] : D->d[m]);
+    if (m != KB_M_DENSE && !idx_base)
+        kb_die("the layer's data holds no index of this method", __FILE__, __LINE__);
+    S->idx = idx_base ? idx_base + idx_at : NULL;
+    S->kv = (const uint16_t *)((c->place == KB_P_HBM_ALL ? D->d[KB_M_DENSE] : D->h[KB_M_DENSE]) + kv_at);
     S->rows = m == KB_M_HASH ? S->heads * S->g : S->heads;
     S->nscore = n / S->P;
     S->kk = c->k / S->P;

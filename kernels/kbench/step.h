@@ -25,6 +25,7 @@ typedef enum {
     KB_M_DENSE, KB_M_FATHOM, KB_M_SPARQ, KB_M_PT136, KB_M_PT68, KB_M_HASH, KB_M_LM8, KB_M_LM16,
     KB_M_N
 } kb_method_t;
+#define KB_M_ALL ((1u << KB_M_N) - 1)
 
 typedef enum { KB_P_HOST, KB_P_HBM, KB_P_HBM_ALL } kb_place_t;
 
@@ -49,6 +50,11 @@ typedef struct {
  * when host memory could not be pinned. */
 int kb_layer_data_new(kb_layer_data_t *D, size_t n_max, int heads, int qgroup, int T,
                       int keep_device, uint64_t seed);
+/* kb_layer_data_new with only the indexes of the methods in the bit set methods (1 << kb_method_t;
+ * KB_M_ALL: every one), and the K/V: a decode's 36 layers at long contexts fit the host then. A
+ * session of a method left out is fatal. */
+int kb_layer_data_new_for(kb_layer_data_t *D, size_t n_max, int heads, int qgroup, int T,
+                          int keep_device, uint64_t seed, unsigned methods);
 void kb_layer_data_free(kb_layer_data_t *D);
 
 /* Step configuration. */
@@ -60,6 +66,9 @@ typedef struct {
     int fetch_ce2d;                /* Fathom/SparQ host index: 2D copies instead of SM fetch */
     int tail_n;                    /* dense window tokens per head in HBM */
     int batch;                     /* tokens of the layer's GEMMs */
+    int slot;                      /* where the session lies in the layer's data: slot s starts s x heads
+                                    * x (bytes per head at n) into each region, so sessions of
+                                    * different slots read disjoint regions; (slot + 1) n <= n_max */
 } kb_step_cfg_t;
 
 #define KB_STEP_MAX_STAGES 8

@@ -61,7 +61,7 @@ static int sess_new(sess_t *x, const conc_cfg_t *c, uint64_t seed)
                           seed) != 0)
         return -1;
     x->gemm = kb_gemm_new(c->m, 1);
-    kb_step_cfg_t sc = {KB_M_FATHOM, KB_P_HOST, c->n, c->k, 0, 1024, 1};
+    kb_step_cfg_t sc = {KB_M_FATHOM, KB_P_HOST, c->n, c->k, 0, 1024, 1, 0};
     x->S = kb_session_new(&x->D, &sc, x->gemm);
     CK(cudaStreamCreateWithFlags(&x->s, cudaStreamNonBlocking));
     return 0;

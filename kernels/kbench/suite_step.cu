@@ -203,7 +203,7 @@ int kb_suite_step(const kb_opts_t *o)
     for (int i = 0; i < nn; i++)
         for (int m = 0; m < KB_M_N; m++)
             for (int p = 0; p < 3; p++) {
-                kb_step_cfg_t c = {(kb_method_t)m, (kb_place_t)p, ns[i], STEP_K, 0, STEP_TAIL, 1};
+                kb_step_cfg_t c = {(kb_method_t)m, (kb_place_t)p, ns[i], STEP_K, 0, STEP_TAIL, 1, 0};
                 if (m == KB_M_DENSE && p == KB_P_HBM)
                     continue;                         /* dense has no index */
                 run_case(&X, &D, &c);

@@ -59,6 +59,11 @@ mkdir -p "$tmp/h100"
 sed 's/^# device: NVIDIA H200/# device: NVIDIA H100/' validation/data/h200/link.csv > "$tmp/h100/link.csv"
 expect 1 "is not this directory's device 'h200'" -- $odsim validate validation/data/h200 --repeat "$tmp/h100"
 expect 1 "no held-out cases in the groups 'nosuch'" -- $odsim validate validation/data/h200 --group nosuch
+# held-out data from another host runtime than the fit set's is refused, case by case (issue 31)
+mkdir -p "$tmp/gv/h200"
+cp validation/data/h200/link.csv "$tmp/gv/h200/"
+sed 's/^# runtime: firecracker/# runtime: gvisor/' validation/data/h200/whole.csv > "$tmp/gv/h200/whole.csv"
+expect 1 "measured under gvisor, the fit set under firecracker" -- $odsim validate "$tmp/gv/h200" --group whole_dev
 expect 2 "--repeat needs a value" -- $odsim validate validation/data/h200 --repeat
 # a method the model cannot resolve: its message, not a crash (the provider once freed an unset pointer)
 expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32K --method pertoken --layout page

@@ -65,12 +65,46 @@ Test(compare, text_report_breaks_errors_down_by_op)
     char *buf = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&buf, &len);
-    vreport_info_t info = {"d", "h", "c", 0, 0, NULL};
+    vreport_info_t info = {"d", "h", "c", 0, 0, NULL, NAN};
     vreport_text(fp, c, &info);
     fclose(fp);
     /* layer_step: errors -10 and -30 → median -20, |median| 20, max 30; scan: +4 */
     cr_assert(strstr(buf, "layer_step     fetch:sm                    2        -20.0           20.0        30.0"), "%s", buf);
     cr_assert(strstr(buf, "scan           fetch:sm                    1         +4.0            4.0         4.0"), "%s", buf);
+    free(buf);
+    cmp_free(c);
+}
+
+/* Issue 31: the groups that extrapolate in context (context, whole*) report their errors by the
+ * case's context over the fit set's largest, every compared value of the cases pooled; other groups
+ * and unknown fit contexts give no such table. */
+Test(compare, extrapolating_groups_by_context_ratio)
+{
+    cmp_t *c = NULL;
+    err_t e;
+    cr_assert_eq(cmp_new(&c, &e), 0);
+    kbrow_t r[4] = {mk(100, 100, 10), mk(100, 200, NAN), mk(100, 100, NAN), mk(100, 100, NAN)};
+    r[0].n_tokens = r[1].n_tokens = 524288;
+    r[2].n_tokens = 32768;
+    r[3].n_tokens = 524288;
+    for (int i = 0; i < 4; i++) r[i].policy = "streams:1";
+    cmp_pred_t p[4] = {{110, 97, 11}, {99, 150, NAN}, {102, 100, NAN}, {150, 150, NAN}};
+    /* whole_dev at 512K: |errors| 10, 3, 10; 1, 25 → median 10, max 25; at 32K: 2, 0 */
+    for (int i = 0; i < 3; i++) cr_assert_eq(cmp_add(c, "whole_dev", &r[i], &p[i], NULL, "", "s", &e), 0);
+    cr_assert_eq(cmp_add(c, "step", &r[3], &p[3], NULL, "", "s", &e), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    vreport_info_t info = {"d", "h", "c", 0, 0, NULL, 262144};
+    vreport_text(fp, c, &info);
+    info.fit_max_n_tokens = NAN;
+    vreport_text(fp, c, &info);
+    fclose(fp);
+    cr_assert(strstr(buf, "whole_dev                 524288            2      2          10.00       25.00"), "%s", buf);
+    cr_assert(strstr(buf, "whole_dev                  32768        0.125      1           1.00        2.00"), "%s", buf);
+    cr_assert_null(strstr(buf, "step                      524288"), "%s", buf);
+    const char *t = strstr(buf, "by context");
+    cr_assert(t && !strstr(t + 1, "by context"), "one table, from the first report only: %s", buf);
     free(buf);
     cmp_free(c);
 }

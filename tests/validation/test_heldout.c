@@ -1,6 +1,9 @@
 /* The held-out rule: the committed file, and classification of rows. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "validation/heldout.h"
@@ -50,6 +53,60 @@ Test(heldout, committed_rule_is_the_issue_rule)
     heldout_free(h);
 }
 
+/* The rule file's hash written out here, apart from common/str.c: FNV-1a 64 with str_fnv1a's offset
+ * basis 1469598103934665603 (not FNV's published 14695981039346656037). */
+static uint64_t fnv1a_here(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Issue 31: the whole suite's cases split by hash of "METHOD|N_TOKENS|SESSIONS" modulo 3 (0:
+ * whole_dev, else the sealed whole_model); every row of one configuration lands in one part; the
+ * grid kbench measures (kernels/kbench/suite_whole.cu: every method alone at 32K-512K, all but dense
+ * as 2 and 4 streams at 32K and 128K) leaves at least 10 sealed cases. */
+Test(heldout, whole_split_is_the_committed_hash_rule)
+{
+    heldout_t *h = NULL;
+    err_t e;
+    cr_assert_eq(heldout_load("validation/heldout.yaml", &h, &e), 0, "%s", e.msg);
+    static const char *const methods[] = {"dense", "fathom", "sparq", "pertoken136"};
+    static const double ns[] = {32768, 131072, 524288};
+    int sealed = 0, dev = 0;
+    for (int m = 0; m < 4; m++)
+        for (int i = 0; i < 3; i++)
+            for (int s = 1; s <= 4; s *= 2) {
+                char key[96], g[64];
+                snprintf(key, sizeof key, "%s|%.0f|%d", methods[m], ns[i], s);
+                bool is_dev = fnv1a_here(key) % 3 == 0;
+                for (int cid = -1; cid < s; cid++) {   /* the aggregate row, then each session's */
+                    kbrow_t r = mk("whole", ns[i], cid < 0 ? NAN : cid, "streams");
+                    r.method = methods[m];
+                    r.op_name = "session_step";
+                    r.streams = s;
+                    r.procs = 1;
+                    cr_assert_eq(heldout_case_key(&r), fnv1a_here(key), "%s", key);
+                    heldout_class_t c = heldout_classify(h, &r, g, sizeof g);
+                    cr_assert_eq(c, is_dev ? HELDOUT_HELD : HELDOUT_SEALED, "%s", key);
+                    cr_assert_str_eq(g, is_dev ? "whole_dev" : "whole_model", "%s", key);
+                }
+                if (s > 1 && (m == 0 || ns[i] > 131072)) continue;   /* kbench runs no such configuration */
+                if (is_dev) dev++;
+                else sealed++;
+            }
+    cr_assert_geq(sealed, 10);
+    cr_assert_geq(dev, 3);
+    /* a step-suite row at the same context keeps its own group */
+    kbrow_t r = mk("step", 524288, NAN, "fetch:sm");
+    char g[64];
+    r.op_name = "layer_step";
+    cr_assert_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_HELD);
+    cr_assert_str_eq(g, "step");
+    heldout_free(h);
+}
+
+/* Unknown keys, and key rules out of range, are errors naming the file and line. */
 Test(heldout, unknown_keys_are_errors)
 {
     heldout_t *h = NULL;
@@ -59,4 +116,14 @@ Test(heldout, unknown_keys_are_errors)
     cr_assert_neq(heldout_load_string("h.yaml", "heldout: []\n", &h, &e), 0);
     cr_assert(strstr(e.msg, "no `fit` rules"), "%s", e.msg);
     cr_assert_neq(heldout_load_string("h.yaml", "fit: [{suite: link}]\nextra: 1\n", &h, &e), 0);
+    cr_assert_neq(heldout_load_string("h.yaml", "heldout:\n  - {group: a, key_mod: 3, key_rest: 3}\nfit: [{suite: link}]\n", &h, &e), 0);
+    cr_assert(strstr(e.msg, "h.yaml:2:") && strstr(e.msg, "key_mod"), "%s", e.msg);
+    cr_assert_neq(heldout_load_string("h.yaml", "heldout:\n  - {group: a, key_mod: 2.5}\nfit: [{suite: link}]\n", &h, &e), 0);
+    /* modulus 1 takes every case; a sealed rule's rows are HELDOUT_SEALED */
+    cr_assert_eq(heldout_load_string("h.yaml", "heldout:\n  - {group: a, key_mod: 1, key_rest: 0, sealed: true}\nfit: [{suite: link}]\n", &h, &e),
+                 0, "%s", e.msg);
+    kbrow_t r = mk("whole", 32768, NAN, "streams:1");
+    char g[16];
+    cr_assert_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_SEALED);
+    heldout_free(h);
 }

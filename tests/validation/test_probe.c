@@ -121,6 +121,42 @@ Test(probe, concurrent_sessions_and_landmark_pages)
     free(y);
 }
 
+/* kbench's whole suite (issue 31): a decode step over every layer as sessions on streams, each
+ * layer's data in host regions of its own: a session step of the row's method, context, sessions and
+ * fetch path over the whole model (the probe shapes no single layer for session steps). */
+static kbrow_t whole_row(const char *method, double bits, double n, const char *policy, double streams)
+{
+    kbrow_t r = step_row(method, bits, n, "host", policy);
+    r.suite = "whole";
+    r.op_name = "session_step";
+    r.op = OPKIND_SESSION_STEP;
+    r.streams = streams;
+    r.procs = 1;
+    r.pieces = 36;
+    return r;
+}
+
+Test(probe, whole_model_steps_are_session_steps)
+{
+    kbrow_t r = whole_row("fathom", 56, 524288, "streams:1;fetch:sm", 1);
+    r.reps = 30;
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"fathom\", plane_bits: 48, key_variances: [0.5, 2, 0.25], k: 2048, layout: "
+                        "\"interleaved\", window: 1024, placement: \"host\", index_fetch: sm}"), "%s", y);
+    cr_assert(strstr(y, "serving: {session_streams: one, latency_from: device, mode: streams}"), "%s", y);
+    cr_assert(strstr(y, "what: session_step") && strstr(y, "n_tokens: 524288") && strstr(y, "sessions: 1") && strstr(y, "steps: 30"),
+              "%s", y);
+    cr_assert_null(strstr(y, "launch_hidden"), "%s", y);   /* its steps start on an idle stream */
+    free(y);
+    r = whole_row("pertoken136", 136, 131072, "streams:4;fetch:ce", 4);
+    r.concurrent_id = 2;
+    y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", window: 1024, "
+                        "placement: \"host\", index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "mode: streams}") && strstr(y, "sessions: 4"), "%s", y);
+    free(y);
+}
+
 Test(probe, dense_with_kv_in_hbm_keeps_it_there)
 {
     kbrow_t r = blank();
