@@ -252,10 +252,62 @@ static void util_rows(FILE *fp, const study_result_t *r)
     }
 }
 
-static void sessions_rows(FILE *fp, study_result_t *const *rs, size_t n)
+/* A point's series: its label without the population axis (points differing only in how many
+ * sessions they run are one line of the latency-vs-sessions plot). */
+static void series_key(const char *label, char *key, size_t n)
 {
-    for (size_t p = 0; p < n; p++)
-        fprintf(fp, "%llu,%.9g,%.9g\n", (unsigned long long)rs[p]->sessions, rs[p]->step_p50_s.mean, rs[p]->step_p99_s.mean);
+    size_t k = 0;
+    for (const char *p = label; *p && k + 1 < n;) {
+        size_t len = strcspn(p, ",");
+        bool pop = strstr(p, "population=") && (size_t)(strstr(p, "population=") - p) < len;
+        if (!pop) k += (size_t)snprintf(key + k, n - k, "%s%.*s", k ? "," : "", (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    key[k < n ? k : n - 1] = '\0';
+}
+
+/* Rows "series,sessions,p50,p99" ordered by series (first appearance) then sessions; *n_series. */
+static void sessions_rows(FILE *fp, study_result_t *const *rs, size_t n, size_t *n_series, size_t *series_of_first)
+{
+    char (*keys)[256] = calloc(n ? n : 1, sizeof *keys);
+    size_t *ser = calloc(n ? n : 1, sizeof *ser), ns = 0;
+    if (!keys || !ser) {
+        free(keys);
+        free(ser);
+        *n_series = 0;
+        return;
+    }
+    for (size_t p = 0; p < n; p++) {
+        char k[256];
+        series_key(rs[p]->label, k, sizeof k);
+        size_t s = 0;
+        while (s < ns && strcmp(keys[s], k)) s++;
+        if (s == ns) {
+            snprintf(keys[ns], sizeof keys[ns], "%s", k);
+            series_of_first[ns++] = p;
+        }
+        ser[p] = s;
+    }
+    for (size_t s = 0; s < ns; s++) {
+        /* this series' points by sessions (insertion order among equals) */
+        for (uint64_t last = 0, done = 0;;) {
+            size_t best = n;
+            for (size_t p = 0; p < n; p++)
+                if (ser[p] == s && (rs[p]->sessions > last || (!done && rs[p]->sessions == last)) &&
+                    (best == n || rs[p]->sessions < rs[best]->sessions))
+                    best = p;
+            if (best == n) break;
+            for (size_t p = 0; p < n; p++)
+                if (ser[p] == s && rs[p]->sessions == rs[best]->sessions)
+                    fprintf(fp, "%zu,%llu,%.9g,%.9g\n", s, (unsigned long long)rs[p]->sessions, rs[p]->step_p50_s.mean,
+                            rs[p]->step_p99_s.mean);
+            last = rs[best]->sessions;
+            done = 1;
+        }
+    }
+    *n_series = ns;
+    free(keys);
+    free(ser);
 }
 
 /* A text being built in memory. */
@@ -300,8 +352,11 @@ static int plot_ctx(outset_t *set, study_result_t *const *rs, size_t n, err_t *e
         int drawn = 0;
         for (size_t p = 0; p < n && p < 24; p++) {
             if (!rs[p]->n_ctx) continue;   /* an empty series makes gnuplot fail */
-            fprintf(b.fp, "%s$ctx using ($1==%zu?$2:1/0):($3*1e3) with points pt 7 ps 0.4 title ", drawn++ ? ", " : "", p);
-            gnuplot_quote(b.fp, rs[p]->label);
+            fprintf(b.fp, "%s$ctx using ($1==%zu?$2:1/0):($3*1e3) with points pt 7 ps 0.4 ", drawn ? ", " : "", p);
+            if (drawn++ < 12) {   /* a legend of at most 12 entries */
+                fputs("title ", b.fp);
+                gnuplot_quote(b.fp, rs[p]->label);
+            } else fputs("notitle", b.fp);
         }
         if (!drawn)
             fputs("1/0 notitle\n", b.fp), fputs("set label 1 'no decode steps recorded' at graph 0.5, graph 0.5 center\n"
@@ -339,17 +394,48 @@ static int plot_sessions(outset_t *set, study_result_t *const *rs, size_t n, err
     bool ok = text_open(&d) & text_open(&b);
     if (ok) {
         fputs("$res << EOD\n", d.fp);
-        sessions_rows(d.fp, rs, n);
+        size_t ns = 0, *first = calloc(n ? n : 1, sizeof *first);
+        if (first) sessions_rows(d.fp, rs, n, &ns, first);
         fputs("EOD\n", d.fp);
         size_t with_steps = 0;
         for (size_t p = 0; p < n; p++) with_steps += rs[p]->step_p50_s.n > 0;
-        if (with_steps)
-            fputs("plot $res using 1:($2*1e3) with linespoints title 'p50', $res using 1:($3*1e3) with linespoints title 'p99'", b.fp);
-        else   /* every point's figure is n/a: gnuplot fails on a plot with no defined value */
-            fputs("plot 1/0 notitle\n", b.fp), fputs("set label 1 'no decode steps recorded' at graph 0.5, graph 0.5 center\n"
-                                                 "set xrange [1:10]\nset yrange [1:10]\n", d.fp);
+        if (with_steps && ns) {
+            /* one line per series (p50 solid, p99 dashed in its colour); a legend of at most 12 entries */
+            fputs("plot ", b.fp);
+            size_t drawn = 0;
+            for (size_t s = 0; s < ns; s++) {
+                char key[256];
+                series_key(rs[first[s]]->label, key, sizeof key);
+                bool any = false;   /* a series without one defined point makes gnuplot fail */
+                for (size_t p = 0; p < n; p++) {
+                    char k2[256];
+                    series_key(rs[p]->label, k2, sizeof k2);
+                    any |= !strcmp(k2, key) && rs[p]->step_p50_s.n > 0;
+                }
+                if (!any) continue;
+                fprintf(b.fp, "%s$res using ($1==%zu?$2:1/0):($3*1e3) with linespoints lc %zu pt 7 ", drawn++ ? ", " : "", s, s + 1);
+                if (2 * drawn - 1 < 12) {
+                    fputs("title ", b.fp);
+                    char t[300];
+                    snprintf(t, sizeof t, "%s p50", *key ? key : "p50");
+                    gnuplot_quote(b.fp, t);
+                } else fputs("notitle", b.fp);
+                fprintf(b.fp, ", $res using ($1==%zu?$2:1/0):($4*1e3) with linespoints lc %zu dt 2 pt 6 ", s, s + 1);
+                if (2 * drawn <= 12) {
+                    fputs("title ", b.fp);
+                    char t[300];
+                    snprintf(t, sizeof t, "%s p99", *key ? key : "");
+                    gnuplot_quote(b.fp, t);
+                } else fputs("notitle", b.fp);
+            }
+        }
+        free(first);
+        if (!(with_steps && ns))   /* every point's figure is n/a: gnuplot fails on a plot with no defined value */
+            fputs("set label 1 'no decode steps recorded' at graph 0.5, graph 0.5 center\n"
+                  "set xrange [1:10]\nset yrange [1:10]\nplot 1/0 notitle\n", b.fp);
     }
-    return draw(set, "latency_vs_sessions", PLOT_SETUP "set xlabel 'sessions'\nset ylabel 'decode step latency (ms)'", &d, &b, e);
+    return draw(set, "latency_vs_sessions",
+                PLOT_SETUP "set xlabel 'sessions'\nset ylabel 'decode step latency (ms)'\nset xrange [0:*]\nset yrange [0:*]", &d, &b, e);
 }
 
 /* A CSV file of the set: header, then rows. */
