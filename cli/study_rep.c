@@ -9,6 +9,7 @@
 #include "cli/study_int.h"
 #include "models/hwinst.h"
 #include "models/opkind.h"
+#include "models/platform.h"
 #include "models/provider.h"
 #include "validation/protocol.h"
 #include "common/atomicio.h"
@@ -37,13 +38,12 @@ uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream)
 
 /* ---- calibration: loaded, seeded from the presets, and sampled per replication -------------- */
 
-/* Copies the resolved hardware value of every parameter of pset (or of the map `keys`) into the profile:
- * what a scenario changes on purpose wins over what was fitted on another machine. */
-static int calib_take(calib_t *cal, const hw_t *hw, const hw_pset_t *pset, const cfg_node_t *keys, err_t *e)
+/* Copies the resolved hardware value of every key of the map `keys` into the profile: what a
+ * scenario changes on purpose (hardware.set) wins over what was fitted on another machine. */
+static int calib_take(calib_t *cal, const hw_t *hw, const cfg_node_t *keys, err_t *e)
 {
-    size_t n = pset ? pset->n : cfg_size(keys);
-    for (size_t i = 0; i < n; i++) {
-        const char *key = pset ? pset->p[i].key : cfg_key_at(keys, i);
+    for (size_t i = 0; i < cfg_size(keys); i++) {
+        const char *key = cfg_key_at(keys, i);
         const hw_param_t *hp = hw_param(hw, key);
         if (!hp || hwcat_param_is_text(key)) continue;
         calib_param_t p = {.name = key, .value = hp->value, .stderr_v = hp->stderr_v, .lo = hp->lo, .hi = hp->hi,
@@ -54,23 +54,14 @@ static int calib_take(calib_t *cal, const hw_t *hw, const hw_pset_t *pset, const
     return ERR_OK;
 }
 
-/* What-ifs: a link or GPU named in the scenario, and hardware.set overrides, replace the profile's. */
-static int calib_whatif(const study_t *s, const study_point_t *pt, calib_t *cal, err_t *e)
-{
-    const cfg_node_t *hwn = pt->top.hardware;
-    int rc = ERR_OK;
-    if (cfg_get(hwn, "link")) rc = calib_take(cal, &pt->hw, hwcat_entry(s->hwcat, HW_LINK, pt->hw.link), NULL, e);
-    if (!rc && cfg_get(hwn, "gpu")) rc = calib_take(cal, &pt->hw, hwcat_entry(s->hwcat, HW_GPU, pt->hw.gpu), NULL, e);
-    const cfg_node_t *set = cfg_get(hwn, "set");
-    if (!rc && set && cfg_kind(set) == CFG_MAP) rc = calib_take(cal, &pt->hw, NULL, set, e);
-    return rc;
-}
-
 int study_calib_load(study_t *s, const study_point_t *pt, calib_t **out, err_t *e)
 {
     *out = NULL;
     int rc = pt->calib_path ? calib_load(pt->calib_path, out, e) : calib_new(out, e);
-    if (!rc) rc = calib_whatif(s, pt, *out, e);
+    /* the profile carried to the study's box, GPU and link by the platform rules */
+    if (!rc) rc = platform_apply(*out, s->hwcat, &pt->hw, e);
+    const cfg_node_t *set = cfg_get(pt->top.hardware, "set");
+    if (!rc && set && cfg_kind(set) == CFG_MAP) rc = calib_take(*out, &pt->hw, set, e);
     if (!rc) rc = calib_seed(*out, &pt->hw, e);
     if (rc) {
         calib_free(*out);
