@@ -82,6 +82,7 @@ void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
     fprintf(fp, "  sessions %llu, turns done %llu, decode tokens %llu, prefill tokens %llu\n",
             (unsigned long long)r->sessions, (unsigned long long)r->turns, (unsigned long long)r->decode_tokens,
             (unsigned long long)r->prefill_tokens);
+    if (r->placement) fprintf(fp, "  placement      %s\n", r->placement);
     text_latency(fp, r);
     text_resources(fp, r);
     if (r->flags && *r->flags) fprintf(fp, "  calibration parameters assumed or used outside their fitted range:\n%s", r->flags);
@@ -142,6 +143,7 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         "launch_thread_utilisation", r->launch_utilisation, "resources", resources_json(r), "lost_per_plan_s",
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");
     if (o) json_object_set_new(o, "scenario", json_string(scn ? scn : ""));
+    if (o && r->placement) json_object_set_new(o, "placement", json_string(r->placement));
     free(scn);
     return o;
 }

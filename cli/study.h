@@ -108,6 +108,7 @@ typedef struct study_result {
     study_lost_t *lost;
     size_t n_lost;
     char *binding;                     /* the resource with the highest utilisation */
+    char *placement;                   /* how sessions were placed on a box of several GPUs; NULL: one GPU */
     char *flags;                       /* calibration parameters assumed or used outside their
                                         * fitted range, one per line; "" when none */
     uint64_t calib_hash;

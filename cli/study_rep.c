@@ -265,12 +265,20 @@ typedef struct feed {
     const study_opts_t *opts;
 } feed_t;
 
+/* Session index's GPU: spread_uplinks takes the switch uplinks in turn (GPU j of each uplink on
+ * the j-th round), so four sessions on an 8-GPU box with two GPUs per uplink use all four uplinks;
+ * pack fills GPUs in order; round_robin goes GPU by GPU. */
 static int gpu_of(const feed_t *f, uint64_t index, uint64_t total)
 {
-    int gpus = f->pt->hw.gpus;
+    int gpus = f->pt->hw.gpus, per = f->pt->hw.gpus_per_switch > 1 ? f->pt->hw.gpus_per_switch : 1;
     if (f->pt->serving.placement == SCN_PLACE_PACK && total > 0) {
-        uint64_t per = (total + (uint64_t)gpus - 1) / (uint64_t)gpus;
-        return (int)(index / per);
+        uint64_t per_gpu = (total + (uint64_t)gpus - 1) / (uint64_t)gpus;
+        return (int)(index / per_gpu);
+    }
+    if (f->pt->serving.placement == SCN_PLACE_SPREAD_UPLINKS && per > 1) {
+        uint64_t uplinks = (uint64_t)(gpus + per - 1) / (uint64_t)per;
+        uint64_t g = (index % uplinks) * (uint64_t)per + (index / uplinks) % (uint64_t)per;
+        if (g < (uint64_t)gpus) return (int)g;
     }
     return (int)(index % (uint64_t)gpus);
 }
@@ -308,6 +316,7 @@ static int add_session(feed_t *f, int gpu, double arrival_s, uint64_t ctx0, uint
                                 .final_tokens = final_tokens, .open_loop = open_loop, .turns = turns,
                                 .n_turns = n_turns, .provider = prov};
     f->rep->sessions++;
+    f->rep->gpu_sessions[gpu]++;
     return exec_add_session(f->rep->x, &spec, e);
 }
 
@@ -541,7 +550,8 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
 {
     memset(rep, 0, sizeof *rep);
     sim_pool_t *pools = calloc((size_t)pt->hw.gpus, sizeof *pools);
-    int rc = pools ? sim_new(&rep->sim, e) : err_set(e, ERR_NOMEM, "out of memory");
+    rep->gpu_sessions = calloc((size_t)pt->hw.gpus, sizeof *rep->gpu_sessions);
+    int rc = pools && rep->gpu_sessions ? sim_new(&rep->sim, e) : err_set(e, ERR_NOMEM, "out of memory");
     if (!rc) rc = calib_prepare(s, pt, k, reps, &rep->cal, e);
     if (!rc) rc = hwinst_build(&pt->hw, rep->cal, rep->sim, e);
     if (!rc) rc = cost_init(&rep->cost, rep->cal, e);
@@ -598,5 +608,6 @@ void study_rep_free(study_rep_t *rep)
     free(rep->util_t_s);
     free(rep->util);
     free(rep->last_work);
+    free(rep->gpu_sessions);
     memset(rep, 0, sizeof *rep);
 }

@@ -8,7 +8,8 @@
 # - an unmeasured link's peaks are raw_GBps (links.yaml) x one efficiency;
 # - plan --link L and run with hardware.link: L agree within 1% for one session alone;
 # - the profile on its own platform gives what it gives without its platform section, assumes
-#   nothing that moves a result; on another GPU it lists what it assumed.
+#   nothing that moves a result; on another GPU it lists what it assumed;
+# - sessions spread over a box's switch uplinks by default, and the run says how.
 set -euo pipefail
 cd "${ODSIM_ROOT:-.}"
 root=$(pwd)
@@ -52,6 +53,22 @@ YAML
     (cd "$tmp" && ODSIM_ROOT=$root $odsim run alone.yaml --json > "$tmp/run-$m-$l.json")
   done
 done
+
+# placement across a box's switch uplinks: four sessions on hgx-h200-8 (two GPUs per uplink)
+cat > "$tmp/place.yaml" <<YAML
+hardware: {box: hgx-h200-8}
+model: {name: qwen3-8b}
+method: {method: fathom, budget: 56, k: 2048}
+serving: {mode: streams}
+workload: {kind: probe, probe: {what: session_step, n_tokens: 262144, sessions: 4, steps: 3}}
+run: {duration_s: 100s, replications: 1, seed: 1}
+YAML
+for p in spread_uplinks round_robin; do
+  (cd "$tmp" && ODSIM_ROOT=$root $odsim run place.yaml --set serving.placement=$p --json > "$tmp/place-$p.json")
+done
+(cd "$tmp" && ODSIM_ROOT=$root $odsim run place.yaml --set workload.probe.sessions=1 --json > "$tmp/place-one.json")
+(cd "$tmp" && ODSIM_ROOT=$root $odsim run place.yaml) | grep -q "placement      spread_uplinks: sessions per GPU 1 0 1 0 1 0 1 0; 4 of 4" ||
+  { echo "run does not print the default placement (spread_uplinks) with its result"; exit 1; }
 
 python3 - "$tmp" "$methods" "$links" <<'PY'
 import json, re, sys
@@ -110,6 +127,11 @@ for m in methods:
     if own["total"]["step_time_us"] != nop["total"]["step_time_us"]: fail(f"{m}: the platform section changes the numbers on its own platform")
     if own["assumptions"]: fail(f"{m} on its own platform assumes {[a['name'] for a in own['assumptions']]}")
     if own["total"]["step_time_us"] != load(f"{m}-pcie5")["total"]["step_time_us"]: fail(f"{m}: --link pcie5 is not the profile's own link")
+# spread_uplinks: one session per uplink runs as one alone; round_robin shares two uplinks
+spread, rr, one = (load(f"place-{p}")[0]["step_mean_s"]["mean"] for p in ("spread_uplinks", "round_robin", "one"))
+if abs(spread / one - 1) > 0.01: fail(f"spread_uplinks: {spread:.4g} s a step against {one:.4g} s alone")
+if not rr > spread * 1.05: fail(f"round_robin ({rr:.4g} s) should share uplinks and be slower than spread ({spread:.4g} s)")
+if "4 of 4 switch uplinks" not in load("place-spread_uplinks")[0]["placement"]: fail("placement not reported in --json")
 b = load("b200-fathom")
 gpu_assumed = [f["name"] for f in b["assumed_or_out_of_range"] if f["assumed"] and "applied to b200" in f["origin"]]
 if not gpu_assumed or not b["assumptions"]: fail("fathom on hgx-b200-8 lists no parameter assumed from the H200")
@@ -117,5 +139,6 @@ for a in b["assumptions"]:
     if not (abs(a["time_change_at_0.9x"]) > 0.005 or abs(a["time_change_at_1.1x"]) > 0.005): fail(f"assumption {a['name']} moves nothing")
 print(f"links: one rule (h2d/raw {base:.4f}); dense 1M step x bandwidth within 5% on {len(prod)} links and boxes; "
       f"transfers follow the link or a named limit for {len(methods)} methods; plan = run within 1%; "
-      f"own platform assumes nothing; b200 assumes {len(gpu_assumed)} H200 parameters")
+      f"own platform assumes nothing; b200 assumes {len(gpu_assumed)} H200 parameters; "
+      f"spread_uplinks {spread*1e3:.1f} ms = alone {one*1e3:.1f} ms < round_robin {rr*1e3:.1f} ms")
 PY
