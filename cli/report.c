@@ -59,8 +59,10 @@ static void text_latency(FILE *fp, const study_result_t *r)
 static void text_resources(FILE *fp, const study_result_t *r)
 {
     char a[32], b[32];
-    fprintf(fp, "  memory         HBM peak %.1f of %.1f GB per GPU; host DRAM peak %.1f of %.1f GB\n",
-            r->hbm_peak_bytes / 1e9, r->hbm_capacity_bytes / 1e9, r->host_peak_bytes / 1e9, r->host_capacity_bytes / 1e9);
+    fprintf(fp, "  memory         HBM peak %.1f of %.1f GB per GPU; host DRAM peak %.1f of %.1f GB", r->hbm_peak_bytes / 1e9,
+            r->hbm_capacity_bytes / 1e9, r->host_peak_bytes / 1e9, r->host_capacity_bytes / 1e9);
+    if (r->cxl_capacity_bytes > 0) fprintf(fp, "; CXL tier peak %.1f of %.1f GB", r->cxl_peak_bytes / 1e9, r->cxl_capacity_bytes / 1e9);
+    fputc('\n', fp);
     fprintf(fp, "  admission      wait p50 %s p99 %s; preemptions %llu, evictions %llu, waiting for memory at the end %llu\n",
             fmt_s(a, sizeof a, r->admit_wait_p50_s), fmt_s(b, sizeof b, r->admit_wait_p99_s),
             (unsigned long long)r->preemptions, (unsigned long long)r->evictions, (unsigned long long)r->waiting);
@@ -144,6 +146,10 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");
     if (o) json_object_set_new(o, "scenario", json_string(scn ? scn : ""));
     if (o && r->placement) json_object_set_new(o, "placement", json_string(r->placement));
+    if (o && r->cxl_capacity_bytes > 0) {
+        json_object_set_new(o, "cxl_peak_bytes", json_real(r->cxl_peak_bytes));
+        json_object_set_new(o, "cxl_capacity_bytes", json_real(r->cxl_capacity_bytes));
+    }
     free(scn);
     return o;
 }

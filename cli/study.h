@@ -102,6 +102,7 @@ typedef struct study_result {
     double admit_wait_p50_s, admit_wait_p99_s;
     double standalone_step_s;          /* idle-machine latency of a plan, mean over plans */
     double hbm_peak_bytes, host_peak_bytes, hbm_capacity_bytes, host_capacity_bytes;
+    double cxl_peak_bytes, cxl_capacity_bytes;  /* the box's memory tier (0: none) */
     double launch_utilisation;         /* launch-thread busy share (per thread) */
     study_res_use_t *res;
     size_t n_res;

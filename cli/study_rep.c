@@ -248,7 +248,11 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .jitter_gather_abs_s = pt->run.jitter ? rep->cost.jitter_gather_s : 0,
         .jitter_gather_rel = pt->run.jitter ? rep->cost.jitter_gather_rel : 0,
         .jitter_seed = study_seed(pt, k, STUDY_STREAM_JITTER),
-        .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),
+        .hbm_pool = hbm_pools,
+        /* host-side data: on the tier when the method puts it there, else in DRAM spilling into the
+         * box's tier (its reads still cross host.dram: the path follows method.tier) */
+        .host_pool = sim_pool_find(rep->sim, pt->mcfg.tier == TIER_CXL ? "cxl.mem" : "host.dram_mem"),
+        .host_spill = pt->mcfg.tier != TIER_CXL && pt->hw.tier, .host_spill_pool = sim_pool_find(rep->sim, "cxl.mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,
         .timeline_plans = timeline_plans};
     return exec_new(rep->sim, &cfg, &rep->x, e);

@@ -66,6 +66,9 @@ static void fill_memory(const study_point_t *pt, const study_rep_t *rep, study_r
         } else if (!strcmp(name, "host.dram_mem")) {
             r->host_peak_bytes = sim_pool_peak(rep->sim, (sim_pool_t)i);
             r->host_capacity_bytes = sim_pool_capacity(rep->sim, (sim_pool_t)i);
+        } else if (!strcmp(name, "cxl.mem")) {
+            r->cxl_peak_bytes = sim_pool_peak(rep->sim, (sim_pool_t)i);
+            r->cxl_capacity_bytes = sim_pool_capacity(rep->sim, (sim_pool_t)i);
         }
     }
     (void)pt;

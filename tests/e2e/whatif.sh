@@ -9,13 +9,20 @@
 # - plan --link L and run with hardware.link: L agree within 1% for one session alone;
 # - the profile on its own platform gives what it gives without its platform section, assumes
 #   nothing that moves a result; on another GPU it lists what it assumed;
-# - sessions spread over a box's switch uplinks by default, and the run says how.
+# - sessions spread over a box's switch uplinks by default, and the run says how;
+# - a memory tier's capacity is charged (DRAM first, then the tier), a session beyond both refused.
 set -euo pipefail
 cd "${ODSIM_ROOT:-.}"
 root=$(pwd)
 odsim=$root/build/rel/odsim
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 methods="dense fathom sparq pertoken hashattn landmark"
+# probe_yaml FILE HARDWARE METHOD TOKENS SESSIONS STEPS: sessions stepping at a fixed context
+probe_yaml() {
+  printf '%s\n' "hardware: $2" "model: {name: qwen3-8b}" "method: $3" "serving: {mode: streams}" \
+    "workload: {kind: probe, probe: {what: session_step, n_tokens: $4, sessions: $5, steps: $6}}" \
+    "run: {duration_s: 100s, replications: 1, seed: 1}" > "$tmp/$1"
+}
 links="pcie3 pcie4 pcie5 pcie6 c2c"
 for m in $methods; do
   $odsim plan --model qwen3-8b --method $m --context 1M --json > "$tmp/default.json"
@@ -42,33 +49,29 @@ $odsim plan --model qwen3-8b --method fathom --context 1M --hw hgx-b200-8 --json
 # plan --link L against a run of one session alone with hardware.link: L
 for l in $links; do
   for m in dense fathom; do
-    cat > "$tmp/alone.yaml" <<YAML
-hardware: {box: h200-1, link: $l}
-model: {name: qwen3-8b}
-method: {method: $m}
-serving: {mode: streams}
-workload: {kind: probe, probe: {what: session_step, n_tokens: 1048576, sessions: 1, steps: 3}}
-run: {duration_s: 100s, replications: 1, seed: 1}
-YAML
+    probe_yaml alone.yaml "{box: h200-1, link: $l}" "{method: $m}" 1048576 1 3
     (cd "$tmp" && ODSIM_ROOT=$root $odsim run alone.yaml --json > "$tmp/run-$m-$l.json")
   done
 done
 
 # placement across a box's switch uplinks: four sessions on hgx-h200-8 (two GPUs per uplink)
-cat > "$tmp/place.yaml" <<YAML
-hardware: {box: hgx-h200-8}
-model: {name: qwen3-8b}
-method: {method: fathom, budget: 56, k: 2048}
-serving: {mode: streams}
-workload: {kind: probe, probe: {what: session_step, n_tokens: 262144, sessions: 4, steps: 3}}
-run: {duration_s: 100s, replications: 1, seed: 1}
-YAML
+probe_yaml place.yaml "{box: hgx-h200-8}" "{method: fathom, budget: 56, k: 2048}" 262144 4 3
 for p in spread_uplinks round_robin; do
   (cd "$tmp" && ODSIM_ROOT=$root $odsim run place.yaml --set serving.placement=$p --json > "$tmp/place-$p.json")
 done
 (cd "$tmp" && ODSIM_ROOT=$root $odsim run place.yaml --set workload.probe.sessions=1 --json > "$tmp/place-one.json")
 (cd "$tmp" && ODSIM_ROOT=$root $odsim run place.yaml) | grep -q "placement      spread_uplinks: sessions per GPU 1 0 1 0 1 0 1 0; 4 of 4" ||
   { echo "run does not print the default placement (spread_uplinks) with its result"; exit 1; }
+
+# a CXL tier's capacity is charged: host data beyond DRAM spills into it; a session beyond both is refused
+probe_yaml cxl.yaml "{box: hgx-h200-8-cxl, set: {host_dram_bytes: 300GB}}" "{method: fathom, budget: 56, k: 2048}" 1048576 4 2
+(cd "$tmp" && ODSIM_ROOT=$root $odsim run cxl.yaml --json > "$tmp/cxl.json")
+(cd "$tmp" && ODSIM_ROOT=$root $odsim run cxl.yaml --set hardware.set.cxl_bytes=20GB --json > "$tmp/cxl-small.json")
+$odsim plan --model qwen3-8b --method fathom --budget 56 --context 1048577 --hw hgx-h200-8-cxl --json > "$tmp/cxl-plan.json"
+if (cd "$tmp" && ODSIM_ROOT=$root $odsim run cxl.yaml --set hardware.set.host_dram_bytes=100GB --set hardware.set.cxl_bytes=20GB > "$tmp/refused.txt" 2>&1); then
+  echo "a session beyond DRAM + CXL should be refused"; exit 1
+fi
+grep -q "needs .* GB of host memory .* host.dram_mem 100.0 GB + cxl.mem 20.0 GB" "$tmp/refused.txt" || { echo "refusal without its numbers:"; cat "$tmp/refused.txt"; exit 1; }
 
 python3 - "$tmp" "$methods" "$links" <<'PY'
 import json, re, sys
@@ -132,6 +135,14 @@ spread, rr, one = (load(f"place-{p}")[0]["step_mean_s"]["mean"] for p in ("sprea
 if abs(spread / one - 1) > 0.01: fail(f"spread_uplinks: {spread:.4g} s a step against {one:.4g} s alone")
 if not rr > spread * 1.05: fail(f"round_robin ({rr:.4g} s) should share uplinks and be slower than spread ({spread:.4g} s)")
 if "4 of 4 switch uplinks" not in load("place-spread_uplinks")[0]["placement"]: fail("placement not reported in --json")
+# CXL: DRAM full, the rest of four sessions' host bytes in the tier, nobody waiting
+c, each = load("cxl")[0], load("cxl-plan")["footprint"]["host_bytes"]
+if c["waiting_for_memory"] != 0: fail(f"cxl: {c['waiting_for_memory']} sessions wait though DRAM + CXL hold them")
+if abs(c["host_peak_bytes"] - 300e9) > 1e6: fail(f"cxl: DRAM peak {c['host_peak_bytes']:.4g}, not its 300 GB")
+if abs(c["cxl_peak_bytes"] / (4 * each - 300e9) - 1) > 0.01: fail(f"cxl: tier peak {c['cxl_peak_bytes']:.4g} for 4 x {each:.4g} - 300e9")
+# one session at a time fits: those waiting on other GPUs get the memory a finished one frees
+small = load("cxl-small")[0]
+if small["waiting_for_memory"] != 0 or small["turns"] != 4: fail(f"cxl 20 GB: {small['turns']} turns done, {small['waiting_for_memory']} waiting")
 b = load("b200-fathom")
 gpu_assumed = [f["name"] for f in b["assumed_or_out_of_range"] if f["assumed"] and "applied to b200" in f["origin"]]
 if not gpu_assumed or not b["assumptions"]: fail("fathom on hgx-b200-8 lists no parameter assumed from the H200")
