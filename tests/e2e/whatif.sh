@@ -104,6 +104,7 @@ steps = [load(f"dense-{l}")["total"]["step_time_us"] for l in links]
 if any(a <= b for a, b in zip(steps, steps[1:])): fail(f"dense 1M steps do not fall with faster links: {steps}")
 # every method: transfers follow the link where a link ceiling binds
 linkish = ("gpu0.h2d", "gpu0.duplex", "switch0.up_h2d", "gather_peak", "link+pieces")
+checked = {}
 for m in methods:
     plans = {l: load(f"{m}-{l}") for l in links}
     share = [o["rate_GBps"] * 1e9 / caps(plans["pcie3"])["gpu0.h2d"] for o in h2d_ops(plans["pcie3"])]
@@ -118,6 +119,11 @@ for m in methods:
                 fail(f"{m} on {l}: {o['op']} bound by {o['bound']} runs above the link's share")
     tr = [sum(o["time_us"] for o in h2d_ops(plans[l])) for l in links]
     if any(a < b for a, b in zip(tr, tr[1:])): fail(f"{m}: transfers slower on a faster link: {tr}")
+    # where the link binds every transfer, the transfer part x bandwidth is constant
+    bound = [l for l in links if all(o["bound"] in linkish for o in h2d_ops(plans[l]))]
+    prods = [sum(o["time_us"] for o in h2d_ops(plans[l])) * caps(plans[l])["gpu0.h2d"] for l in bound]
+    if prods and max(prods) > 1.05 * min(prods): fail(f"{m}: transfer part x bandwidth over {bound}: {prods}")
+    checked[m] = len(bound)
 # plan and run agree for one session alone
 for m in ("dense", "fathom"):
     for l in links:
@@ -149,7 +155,8 @@ if not gpu_assumed or not b["assumptions"]: fail("fathom on hgx-b200-8 lists no 
 for a in b["assumptions"]:
     if not (abs(a["time_change_at_0.9x"]) > 0.005 or abs(a["time_change_at_1.1x"]) > 0.005): fail(f"assumption {a['name']} moves nothing")
 print(f"links: one rule (h2d/raw {base:.4f}); dense 1M step x bandwidth within 5% on {len(prod)} links and boxes; "
-      f"transfers follow the link or a named limit for {len(methods)} methods; plan = run within 1%; "
+      f"transfers follow the link or a named limit for {len(methods)} methods (transfer x bandwidth constant on the "
+      f"links binding all of them: {checked}); plan = run within 1%; "
       f"own platform assumes nothing; b200 assumes {len(gpu_assumed)} H200 parameters; "
       f"spread_uplinks {spread*1e3:.1f} ms = alone {one*1e3:.1f} ms < round_robin {rr*1e3:.1f} ms")
 PY
