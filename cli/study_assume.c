@@ -123,7 +123,7 @@ int study_assumptions_of(study_t *s, size_t i, const plan_request_t *req, study_
     calib_flag_t f;
     for (size_t k = 0; !rc && k < nf && calib_flag_at(cal, k, &f); k++)
         if (f.assumed && !(names[k] = str_dup(f.name))) rc = err_set(e, ERR_NOMEM, "out of memory");
-    for (size_t k = 0; !rc && k < nf; k++)
+    for (size_t k = 0; !rc && t0 > 0 && k < nf; k++)
         if (names[k] && is_candidate(cal, names[k])) rc = try_one(out, &pt, cal, req, names[k], (double)t0, e);
     for (size_t k = 0; !rc && t0 > 0 && k < sizeof capacities / sizeof capacities[0]; k++)
         if (is_candidate(cal, capacities[k])) rc = try_one(out, &pt, cal, req, capacities[k], (double)t0, e);

@@ -21,7 +21,9 @@
  * their range or whose origin is "assumed", for reports.
  *
  * Parameter names (units in the name) and the forms that use them (models/cost.h):
- *   h2d_GBps, d2h_GBps, duplex_GBps  link capacities per direction and both at once (resources)
+ *   h2d_GBps, d2h_GBps, duplex_GBps  link capacities per direction and both at once (resources);
+ *                         on a link the profile was not measured on, models/platform.h derives them
+ *   raw_GBps              a link's raw rate per direction (the link rule's input)
  *   hbm_GBps, bf16_TFLOPS, fp8_TFLOPS, host_dram_GBps, cxl_read_GBps, cxl_write_GBps  (resources)
  *   ce_latency_us         copy-engine setup per copy op: t = ce_latency + rows*ce2d_row_ns + bytes/link
  *                         (predictor: bytes per copy)

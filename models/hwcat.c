@@ -260,7 +260,7 @@ static const hwp_def_t box_defs[] = {
     {"host_dram_bytes", HWP_BYTES, "B", true, 0, true, "host DRAM capacity"},
     POS("host_dram_GBps", "GB/s", "host DRAM bandwidth shared by all GPUs"),
     {"hbm_reserve_bytes", HWP_BYTES, "B", true, 0, false, "device memory kept back per GPU"},
-    {"link", HWP_TEXT, "", false, 0, false, "replaces the GPU's link (links.yaml)"},
+    {"link", HWP_TEXT, "", false, 0, false, "replaces the GPU's link (links.yaml); the box may also set h2d_GBps, d2h_GBps, duplex_GBps: its host's figures for its own link"},
     {"tier", HWP_TEXT, "", false, 0, false, "memory tier behind the CPU (tiers.yaml)"},
 };
 
