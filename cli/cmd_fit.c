@@ -30,7 +30,7 @@ static const char fit_usage[] =
     "  --device NAME     the device the CSV headers must name (default: DATA_DIR's basename)\n"
     "  --catalog DIR     hardware catalogs for values the data does not determine (default models/catalog under the data root)\n"
     "  --seeds FILE      the pre-fit seeds: starting values of the fitted parameters (default validation/seeds.yaml)\n"
-    "  --box NAME        box preset of the measured machine (default h200-1)\n"
+    "  --box NAME        box preset of the measured machine (default h200-1): the profile's platform\n"
     "  --profile NAME    profile name written in the file (default: <device>-fitted)\n"
     "  --plots DIR       also plot every fitted row against the fitted model: DIR/fit.{svg,png}\n"
     "                    (gnuplot; without it the data and script are written and a note says so)\n"
@@ -123,7 +123,7 @@ static int plot_fit(const char *dir, const fit_t *f, err_t *e)
 
 /* The seed: the pre-fit seeds file, then the box's presets for what it lacks (values the fits need
  * that the data does not determine). */
-static int seed_from_catalog(const fit_args_t *a, calib_t **seed, err_t *e)
+static int seed_from_catalog(const fit_args_t *a, calib_t **seed, char **gpu, char **link, err_t *e)
 {
     hwcat_t *cat = NULL;
     hw_t hw;
@@ -140,6 +140,8 @@ static int seed_from_catalog(const fit_args_t *a, calib_t **seed, err_t *e)
         rc = seeds ? calib_load(seeds, seed, e) : err_set(e, ERR_NOMEM, "out of memory");
         free(seeds);
         if (!rc) rc = calib_seed(*seed, &hw, e);
+        *gpu = hw.gpu, *link = hw.link; /* the profile's platform */
+        hw.gpu = hw.link = NULL;
         hw_free(&hw);
     }
     hwcat_free(cat);
@@ -157,6 +159,7 @@ static int fit_main(int argc, char **argv)
     kbset_t *set = NULL;
     calib_t *seed = NULL;
     fit_t *f = NULL;
+    char *gpu = NULL, *link = NULL;
     /* the profile's path is refused, if it is, before any fitting; the rule is found under the data root */
     int st = atomicio_check(a.out, &e);
     char *heldout = st ? NULL : study_data_path(a.heldout);
@@ -165,7 +168,7 @@ static int fit_main(int argc, char **argv)
     free(heldout);
     if (!st) st = kbset_load_dir(a.dir, a.device, &set, &e);
     if (!st && !kbset_n_files(set)) st = err_set(&e, ERR_NOTFOUND, "%s: no *.csv files", a.dir);
-    if (!st) st = seed_from_catalog(&a, &seed, &e);
+    if (!st) st = seed_from_catalog(&a, &seed, &gpu, &link, &e);
     if (!st) st = fit_run(set, ho, seed, &f, &e);
     if (!st) {
         char profile[256], command[1024];
@@ -176,13 +179,15 @@ static int fit_main(int argc, char **argv)
             if (k < 0) break;
             used += (size_t)k;
         }
-        profile_info_t info = {a.profile ? a.profile : profile, a.heldout, heldout_hash(ho), command};
+        profile_info_t info = {a.profile ? a.profile : profile, a.heldout, heldout_hash(ho), command, gpu, link, a.box};
         if (!a.quiet) print_summary(f);
         st = profile_write(a.out, f, set, &info, &e);
         if (!st && !a.quiet) printf("\nwrote %s (%zu parameters)\n", a.out, fit_n_params(f));
         if (!st && a.plots) st = plot_fit(a.plots, f, &e);
     }
     fit_free(f);
+    free(gpu);
+    free(link);
     calib_free(seed);
     kbset_free(set);
     heldout_free(ho);

@@ -9,6 +9,7 @@
 
 #include "cli/cmd.h"
 #include "cli/study_alone.h"
+#include "cli/study_assume.h"
 #include "common/cfg.h"
 #include "models/calib.h"
 #include "models/cost.h"
@@ -154,10 +155,12 @@ typedef struct ctx {
     provider_t *prov;
     plan_t plan;
     sim_ps_t *finish, *alone;
+    study_assumptions_t assumed;  /* assumed parameters that move the step's time */
 } ctx_t;
 
 static void ctx_free(ctx_t *c)
 {
+    study_assumptions_free(&c->assumed);
     free(c->finish);
     free(c->alone);
     plan_free(&c->plan);
@@ -196,6 +199,8 @@ static int setup(ctx_t *c, err_t *e)
     if (rc) return rc;
     plan_init(&c->plan);
     plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, c->a.context, c->a.prefill ? c->a.prefill : 1, 0};
+    rc = study_assumptions_of(c->study, 0, &req, &c->assumed, e);
+    if (rc) return rc;
     calib_notes_reset(c->cal);
     rc = provider_build(c->prov, c->sim, 0, &req, &c->plan, e);
     if (rc) return rc;
@@ -222,6 +227,33 @@ static bool is_transfer(const plan_op_t *o)
 {
     return o->kind == OPKIND_INDEX_FETCH || o->kind == OPKIND_WINNER_FETCH || o->kind == OPKIND_H2D_COPY ||
            o->kind == OPKIND_FLUSH;
+}
+
+/* What sets a transfer's standalone rate: the slowest of its path's resources (a link direction,
+ * duplex, host DRAM, the GPU's row rate, ...) or its own cap, named by the ceiling it comes from:
+ * the SM path's share of the link (gather_peak), the SM-side limit (sm_side), or a copy's link peak
+ * with its per-piece time (link+pieces). The SMs a gather holds follow these ceilings, so they are
+ * never named. Rate in B/s. */
+static const char *op_bound(const ctx_t *c, const plan_op_t *o, double *rate)
+{
+    const char *name = "none";
+    *rate = INFINITY;
+    for (int u = 0; u < o->n_uses; u++) {
+        const char *rn = sim_res_name(c->sim, o->uses[u].res);
+        size_t len = strlen(rn);
+        if (len > 3 && !strcmp(rn + len - 3, ".sm")) continue;
+        double r = sim_res_capacity(c->sim, o->uses[u].res) / o->uses[u].coef;
+        if (r < *rate) *rate = r, name = rn;
+    }
+    if (o->cost.cap_rate > 0 && o->cost.cap_rate < *rate) {
+        *rate = o->cost.cap_rate;
+        if (o->exec != PLAN_EXEC_GPU) return "link+pieces";
+        const calib_param_t *peak = calib_find(c->cal, "gather_peak_GBps"), *blocks = calib_find(c->cal, "gather_blocks"),
+                            *block = calib_find(c->cal, "gather_block_GBps");
+        bool sm_side = peak && blocks && block && blocks->value * block->value < peak->value;
+        return sm_side ? "sm_side" : "gather_peak";
+    }
+    return name;
 }
 
 typedef struct layer_sum {
@@ -276,6 +308,7 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     const method_cfg_t *cfg = method_cfg(mt);
     const llm_t *m = method_llm(mt);
     int L = m->layers;
+    study_assumptions_print(stdout, &c->assumed);
     printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
            method_name(mt), c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
            (unsigned long long)c->a.context, (long long)cfg->window, c->hw->box, c->hw->gpu, c->hw->gpus, c->hw->link);
@@ -373,6 +406,7 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     const llm_t *m = method_llm(mt);
     json_t *root = json_object(), *set = json_object(), *layers = json_array(), *ops = json_array();
     json_object_set_new(root, "odsim_version", json_string(ODSIM_VERSION));
+    json_object_set_new(root, "assumptions", study_assumptions_json(&c->assumed));
     json_object_set_new(root, "model", json_string(m->name));
     json_object_set_new(root, "method", json_string(method_name(mt)));
     json_object_set_new(root, "phase", json_string(c->a.prefill ? "prefill" : "decode"));
@@ -423,13 +457,26 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
         for (int u = 0; u < o->n_uses; u++)
             json_array_append_new(uses, json_pack("{s:s,s:f}", "resource", sim_res_name(c->sim, o->uses[u].res), "coef",
                                                   o->uses[u].coef));
-        json_array_append_new(ops, json_pack("{s:s,s:i,s:s,s:i,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:o}", "op", opkind_name(o->kind),
+        json_t *op = json_pack("{s:s,s:i,s:s,s:i,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:o}", "op", opkind_name(o->kind),
                                              "layer", o->layer == PLAN_NO_LAYER ? -1 : (int)o->layer, "path", op_path(o),
                                              "stream", o->stream, "host_bytes", is_transfer(o) ? o->bytes_host : 0.0,
                                              "hbm_bytes", o->bytes_hbm, "flops", o->flops, "pieces", (int)o->pieces,
                                              "piece_bytes", o->pieces ? o->bytes_host / o->pieces : 0.0, "time_us",
-                                             us(c->alone[i]), "finish_us", us(c->finish[i]), "uses", uses));
+                                             us(c->alone[i]), "finish_us", us(c->finish[i]), "uses", uses);
+        if (is_transfer(o)) {
+            double rate;
+            const char *bound = op_bound(c, o, &rate);
+            json_object_set_new(op, "latency_us", json_real(us(o->cost.latency_ps)));
+            json_object_set_new(op, "rate_GBps", json_real(rate / 1e9));
+            json_object_set_new(op, "bound", json_string(bound));
+        }
+        json_array_append_new(ops, op);
     }
+    json_t *res = json_array();
+    for (size_t r = 0; r < sim_res_count(c->sim); r++)
+        json_array_append_new(res, json_pack("{s:s,s:f,s:s}", "name", sim_res_name(c->sim, (sim_res_t)r), "capacity",
+                                             sim_res_capacity(c->sim, (sim_res_t)r), "unit", sim_res_unit(c->sim, (sim_res_t)r)));
+    json_object_set_new(root, "resources", res);
     json_object_set_new(root, "layers", layers);
     json_object_set_new(root, "ops", ops);
     json_object_set_new(root, "total",

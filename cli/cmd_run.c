@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/study_assume.h"
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
@@ -82,18 +83,27 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     return 0;
 }
 
-static int emit(const run_args_t *a, study_t *s, study_result_t **rs, size_t first, size_t n)
+/* Assumed parameters first: each point's that move its one-step plan (cli/study_assume.h). */
+static int emit(const run_args_t *a, study_t *s, study_result_t **rs, const study_assumptions_t *as, size_t first, size_t n)
 {
     err_t e;
     if (a->json) {
         json_t *arr = json_array();
-        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, report_json(s, first + i, rs[i]));
+        for (size_t i = 0; arr && i < n; i++) {
+            json_t *pt = report_json(s, first + i, rs[i]);
+            json_object_set_new(pt, "assumptions", study_assumptions_json(&as[i]));
+            json_array_append_new(arr, pt);
+        }
         char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
         json_decref(arr);
         if (!txt) return cmd_fail("run", "out of memory");
         puts(txt);
         free(txt);
     } else {
+        for (size_t i = 0; i < n; i++) {
+            if (as[i].n) printf("point %zu (%s): ", first + i, study_point_label(s, first + i));
+            study_assumptions_print(stdout, &as[i]);
+        }
         printf("odsim %s (%s): %s\n", ODSIM_VERSION, odsim_git_rev, a->scenario);
         for (size_t i = 0; i < n; i++) {
             putchar('\n');
@@ -130,7 +140,10 @@ static int run_main(int argc, char **argv)
         n = 1;
     }
     study_result_t **rs = rc ? NULL : calloc(n, sizeof *rs);
-    if (!rc && !rs) rc = cmd_fail("run", "out of memory");
+    study_assumptions_t *as = rc ? NULL : calloc(n, sizeof *as);
+    if (!rc && (!rs || !as)) rc = cmd_fail("run", "out of memory");
+    for (size_t i = 0; !rc && i < n; i++)
+        if (study_assumptions_run(s, first + i, &as[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
     study_opts_t opts = {.replications = a.replications, .progress = isatty(2), .timeline_path = a.timeline,
                          .timeline_plans = a.timeline_plans};
     for (size_t i = 0; !rc && i < n; i++) {
@@ -143,9 +156,11 @@ static int run_main(int argc, char **argv)
                     (double)rs[i]->events / rs[i]->wall_s / 1e6);
         }
     }
-    if (!rc) rc = emit(&a, s, rs, first, n);
+    if (!rc) rc = emit(&a, s, rs, as, first, n);
     for (size_t i = 0; rs && i < n; i++) study_result_free(rs[i]);
+    for (size_t i = 0; as && i < n; i++) study_assumptions_free(&as[i]);
     free(rs);
+    free(as);
     study_free(s);
     free(a.sets);
     return rc;

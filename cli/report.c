@@ -81,8 +81,10 @@ static void text_latency(FILE *fp, const study_result_t *r)
 static void text_resources(FILE *fp, const study_result_t *r)
 {
     char a[32], b[32];
-    fprintf(fp, "  memory         HBM peak %.1f of %.1f GB per GPU; host DRAM peak %.1f of %.1f GB\n",
-            r->hbm_peak_bytes / 1e9, r->hbm_capacity_bytes / 1e9, r->host_peak_bytes / 1e9, r->host_capacity_bytes / 1e9);
+    fprintf(fp, "  memory         HBM peak %.1f of %.1f GB per GPU; host DRAM peak %.1f of %.1f GB", r->hbm_peak_bytes / 1e9,
+            r->hbm_capacity_bytes / 1e9, r->host_peak_bytes / 1e9, r->host_capacity_bytes / 1e9);
+    if (r->cxl_capacity_bytes > 0) fprintf(fp, "; CXL tier peak %.1f of %.1f GB", r->cxl_peak_bytes / 1e9, r->cxl_capacity_bytes / 1e9);
+    fputc('\n', fp);
     const char *ge = r->admit_never ? ">= " : "";
     fprintf(fp, "  admission      wait p50 %s%s p99 %s%s", ge, isnan(r->admit_wait_p50_s) ? "n/a" : fmt_s(a, sizeof a, r->admit_wait_p50_s),
             ge, isnan(r->admit_wait_p99_s) ? "n/a" : fmt_s(b, sizeof b, r->admit_wait_p99_s));
@@ -107,6 +109,7 @@ void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
     fprintf(fp, "  sessions %llu, turns done %llu, decode tokens %llu, prefill tokens %llu\n",
             (unsigned long long)r->sessions, (unsigned long long)r->turns, (unsigned long long)r->decode_tokens,
             (unsigned long long)r->prefill_tokens);
+    if (r->placement) fprintf(fp, "  placement      %s\n", r->placement);
     text_latency(fp, r);
     text_resources(fp, r);
     if (r->flags && *r->flags) fprintf(fp, "  calibration parameters assumed or used outside their fitted range:\n%s", r->flags);
@@ -175,6 +178,11 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         "launch_thread_utilisation", r->launch_utilisation, "resources", resources_json(r), "lost_per_plan_s",
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");
     if (o) json_object_set_new(o, "scenario", json_string(scn ? scn : ""));
+    if (o && r->placement) json_object_set_new(o, "placement", json_string(r->placement));
+    if (o && r->cxl_capacity_bytes > 0) {
+        json_object_set_new(o, "cxl_peak_bytes", json_real(r->cxl_peak_bytes));
+        json_object_set_new(o, "cxl_capacity_bytes", json_real(r->cxl_capacity_bytes));
+    }
     free(scn);
     return o;
 }

@@ -191,6 +191,7 @@ void study_result_free(study_result_t *r)
     free(r->lost);
     free(r->label);
     free(r->binding);
+    free(r->placement);
     free(r->flags);
     free(r->ctx_tokens);
     free(r->ctx_step_s);

@@ -110,12 +110,14 @@ typedef struct study_result {
     uint64_t admit_never;              /* sessions not admitted by the end (first replication) */
     double standalone_step_s;          /* idle-machine latency of a plan, mean over plans */
     double hbm_peak_bytes, host_peak_bytes, hbm_capacity_bytes, host_capacity_bytes;
+    double cxl_peak_bytes, cxl_capacity_bytes;  /* the box's memory tier (0: none) */
     double launch_utilisation;         /* launch-thread busy share (per thread) */
     study_res_use_t *res;
     size_t n_res;
     study_lost_t *lost;
     size_t n_lost;
     char *binding;                     /* the resource with the highest utilisation */
+    char *placement;                   /* how sessions were placed on a box of several GPUs; NULL: one GPU */
     char *flags;                       /* calibration parameters assumed or used outside their
                                         * fitted range, one per line; "" when none */
     uint64_t calib_hash;

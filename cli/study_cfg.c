@@ -36,7 +36,7 @@ static const cfg_param_t model_params[] = {
 };
 
 static const char *const admit_names[] = {"reserve", "grow_preempt", "grow_evict", NULL};
-static const char *const place_names[] = {"round_robin", "pack", NULL};
+static const char *const place_names[] = {"spread_uplinks", "pack", "round_robin", NULL};
 static const char *const sess_stream_names[] = {"many", "one", NULL};
 static const char *const latency_names[] = {"begin", "device", NULL};
 
@@ -52,7 +52,8 @@ static const cfg_param_t serving_params[] = {
     P("prefill_chunk", CFG_T_INT, scn_serving_t, prefill_chunk, "2048", 1, 1e8, "tokens per prefill chunk"),
     E("admission", scn_serving_t, admission, "reserve", admit_names,
       "reserve a session's final footprint at admission, or grow and preempt (wait) / evict when memory is full"),
-    E("placement", scn_serving_t, placement, "round_robin", place_names, "sessions on the GPUs of the box"),
+    E("placement", scn_serving_t, placement, "spread_uplinks", place_names,
+      "sessions on the GPUs of the box: spread_uplinks (each to the least-used switch uplink in turn), pack (fill GPU 0 first), round_robin (GPU by GPU)"),
     P("hw_queues", CFG_T_INT, scn_serving_t, hw_queues, "8", 0, 32,
       "hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; 8 is the CUDA driver's default): "
       "streams beyond them share one, whose ops start in launch order (0: one per stream; not with batching)"),

@@ -57,6 +57,7 @@ typedef struct study_rep {
     double measured_s;          /* duration minus warm-up */
     uint64_t measured_tokens;   /* decode tokens after warm-up */
     uint64_t sessions;
+    uint64_t *gpu_sessions;     /* sessions placed on each GPU */
     /* plot samples */
     double *ctx_tokens, *ctx_step_s;
     size_t n_ctx, cap_ctx;

@@ -9,6 +9,7 @@
 #include "cli/study_int.h"
 #include "models/hwinst.h"
 #include "models/opkind.h"
+#include "models/platform.h"
 #include "models/provider.h"
 #include "validation/protocol.h"
 #include "common/atomicio.h"
@@ -37,13 +38,12 @@ uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream)
 
 /* ---- calibration: loaded, seeded from the presets, and sampled per replication -------------- */
 
-/* Copies the resolved hardware value of every parameter of pset (or of the map `keys`) into the profile:
- * what a scenario changes on purpose wins over what was fitted on another machine. */
-static int calib_take(calib_t *cal, const hw_t *hw, const hw_pset_t *pset, const cfg_node_t *keys, err_t *e)
+/* Copies the resolved hardware value of every key of the map `keys` into the profile: what a
+ * scenario changes on purpose (hardware.set) wins over what was fitted on another machine. */
+static int calib_take(calib_t *cal, const hw_t *hw, const cfg_node_t *keys, err_t *e)
 {
-    size_t n = pset ? pset->n : cfg_size(keys);
-    for (size_t i = 0; i < n; i++) {
-        const char *key = pset ? pset->p[i].key : cfg_key_at(keys, i);
+    for (size_t i = 0; i < cfg_size(keys); i++) {
+        const char *key = cfg_key_at(keys, i);
         const hw_param_t *hp = hw_param(hw, key);
         if (!hp || hwcat_param_is_text(key)) continue;
         calib_param_t p = {.name = key, .value = hp->value, .stderr_v = hp->stderr_v, .lo = hp->lo, .hi = hp->hi,
@@ -54,23 +54,14 @@ static int calib_take(calib_t *cal, const hw_t *hw, const hw_pset_t *pset, const
     return ERR_OK;
 }
 
-/* What-ifs: a link or GPU named in the scenario, and hardware.set overrides, replace the profile's. */
-static int calib_whatif(const study_t *s, const study_point_t *pt, calib_t *cal, err_t *e)
-{
-    const cfg_node_t *hwn = pt->top.hardware;
-    int rc = ERR_OK;
-    if (cfg_get(hwn, "link")) rc = calib_take(cal, &pt->hw, hwcat_entry(s->hwcat, HW_LINK, pt->hw.link), NULL, e);
-    if (!rc && cfg_get(hwn, "gpu")) rc = calib_take(cal, &pt->hw, hwcat_entry(s->hwcat, HW_GPU, pt->hw.gpu), NULL, e);
-    const cfg_node_t *set = cfg_get(hwn, "set");
-    if (!rc && set && cfg_kind(set) == CFG_MAP) rc = calib_take(cal, &pt->hw, NULL, set, e);
-    return rc;
-}
-
 int study_calib_load(study_t *s, const study_point_t *pt, calib_t **out, err_t *e)
 {
     *out = NULL;
     int rc = pt->calib_path ? calib_load(pt->calib_path, out, e) : calib_new(out, e);
-    if (!rc) rc = calib_whatif(s, pt, *out, e);
+    /* the profile carried to the study's box, GPU and link by the platform rules */
+    if (!rc) rc = platform_apply(*out, s->hwcat, &pt->hw, e);
+    const cfg_node_t *set = cfg_get(pt->top.hardware, "set");
+    if (!rc && set && cfg_kind(set) == CFG_MAP) rc = calib_take(*out, &pt->hw, set, e);
     if (!rc) rc = calib_seed(*out, &pt->hw, e);
     if (rc) {
         calib_free(*out);
@@ -266,7 +257,11 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .jitter_gather_abs_s = pt->run.jitter ? rep->cost.jitter_gather_s : 0,
         .jitter_gather_rel = pt->run.jitter ? rep->cost.jitter_gather_rel : 0,
         .jitter_seed = study_seed(pt, k, STUDY_STREAM_JITTER),
-        .hbm_pool = hbm_pools, .host_pool = sim_pool_find(rep->sim, "host.dram_mem"),
+        .hbm_pool = hbm_pools,
+        /* host-side data: on the tier when the method puts it there, else in DRAM spilling into the
+         * box's tier (its reads still cross host.dram: the path follows method.tier) */
+        .host_pool = sim_pool_find(rep->sim, pt->mcfg.tier == TIER_CXL ? "cxl.mem" : "host.dram_mem"),
+        .host_spill = pt->mcfg.tier != TIER_CXL && pt->hw.tier, .host_spill_pool = sim_pool_find(rep->sim, "cxl.mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,
         .timeline_plans = timeline_plans};
     return exec_new(rep->sim, &cfg, &rep->x, e);
@@ -283,12 +278,20 @@ typedef struct feed {
     const study_opts_t *opts;
 } feed_t;
 
+/* Session index's GPU: spread_uplinks takes the switch uplinks in turn (GPU j of each uplink on
+ * the j-th round), so four sessions on an 8-GPU box with two GPUs per uplink use all four uplinks;
+ * pack fills GPUs in order; round_robin goes GPU by GPU. */
 static int gpu_of(const feed_t *f, uint64_t index, uint64_t total)
 {
-    int gpus = f->pt->hw.gpus;
+    int gpus = f->pt->hw.gpus, per = f->pt->hw.gpus_per_switch > 1 ? f->pt->hw.gpus_per_switch : 1;
     if (f->pt->serving.placement == SCN_PLACE_PACK && total > 0) {
-        uint64_t per = (total + (uint64_t)gpus - 1) / (uint64_t)gpus;
-        return (int)(index / per);
+        uint64_t per_gpu = (total + (uint64_t)gpus - 1) / (uint64_t)gpus;
+        return (int)(index / per_gpu);
+    }
+    if (f->pt->serving.placement == SCN_PLACE_SPREAD_UPLINKS && per > 1) {
+        uint64_t uplinks = (uint64_t)(gpus + per - 1) / (uint64_t)per;
+        uint64_t g = (index % uplinks) * (uint64_t)per + (index / uplinks) % (uint64_t)per;
+        if (g < (uint64_t)gpus) return (int)g;
     }
     return (int)(index % (uint64_t)gpus);
 }
@@ -326,6 +329,7 @@ static int add_session(feed_t *f, int gpu, double arrival_s, uint64_t ctx0, uint
                                 .final_tokens = final_tokens, .open_loop = open_loop, .turns = turns,
                                 .n_turns = n_turns, .provider = prov};
     f->rep->sessions++;
+    f->rep->gpu_sessions[gpu]++;
     return exec_add_session(f->rep->x, &spec, e);
 }
 
@@ -572,7 +576,8 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
 {
     memset(rep, 0, sizeof *rep);
     sim_pool_t *pools = calloc((size_t)pt->hw.gpus, sizeof *pools);
-    int rc = pools ? sim_new(&rep->sim, e) : err_set(e, ERR_NOMEM, "out of memory");
+    rep->gpu_sessions = calloc((size_t)pt->hw.gpus, sizeof *rep->gpu_sessions);
+    int rc = pools && rep->gpu_sessions ? sim_new(&rep->sim, e) : err_set(e, ERR_NOMEM, "out of memory");
     if (!rc) rc = calib_prepare(s, pt, k, reps, &rep->cal, e);
     if (!rc) rc = hwinst_build(&pt->hw, rep->cal, rep->sim, e);
     if (!rc) rc = cost_init(&rep->cost, rep->cal, e);
@@ -632,5 +637,6 @@ void study_rep_free(study_rep_t *rep)
     free(rep->util_t_s);
     free(rep->util);
     free(rep->last_work);
+    free(rep->gpu_sessions);
     memset(rep, 0, sizeof *rep);
 }

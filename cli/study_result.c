@@ -1,5 +1,6 @@
 /* A replication's measurements turned into the per-run parts of a study result. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,9 @@ static void fill_memory(const study_point_t *pt, const study_rep_t *rep, study_r
         } else if (!strcmp(name, "host.dram_mem")) {
             r->host_peak_bytes = sim_pool_peak(rep->sim, (sim_pool_t)i);
             r->host_capacity_bytes = sim_pool_capacity(rep->sim, (sim_pool_t)i);
+        } else if (!strcmp(name, "cxl.mem")) {
+            r->cxl_peak_bytes = sim_pool_peak(rep->sim, (sim_pool_t)i);
+            r->cxl_capacity_bytes = sim_pool_capacity(rep->sim, (sim_pool_t)i);
         }
     }
     (void)pt;
@@ -81,6 +85,29 @@ static int fill_flags(const study_rep_t *rep, study_result_t *r, err_t *e)
     fclose(fp);
     r->flags = buf;
     r->calib_hash = calib_hash(rep->cal);
+    return ERR_OK;
+}
+
+/* On a box of several GPUs: the policy, sessions per GPU, and how many switch uplinks carry them. */
+static int fill_placement(const study_point_t *pt, const study_rep_t *rep, study_result_t *r, err_t *e)
+{
+    int gpus = pt->hw.gpus, per = pt->hw.gpus_per_switch > 1 ? pt->hw.gpus_per_switch : 1;
+    if (gpus < 2) return ERR_OK;
+    static const char *const names[] = {"spread_uplinks", "pack", "round_robin"};
+    size_t cap = 64 + 24 * (size_t)gpus;
+    r->placement = malloc(cap);
+    if (!r->placement) return err_set(e, ERR_NOMEM, "out of memory");
+    int uplinks = (gpus + per - 1) / per, busy = 0;
+    size_t at = (size_t)snprintf(r->placement, cap, "%s: sessions per GPU", names[pt->serving.placement]);
+    for (int u = 0; u < uplinks; u++) {
+        uint64_t on = 0;
+        for (int g = u * per; g < gpus && g < (u + 1) * per; g++) {
+            on += rep->gpu_sessions[g];
+            at += (size_t)snprintf(r->placement + at, cap - at, " %llu", (unsigned long long)rep->gpu_sessions[g]);
+        }
+        busy += on > 0;
+    }
+    if (per > 1) snprintf(r->placement + at, cap - at, "; %d of %d switch uplinks carry sessions", busy, uplinks);
     return ERR_OK;
 }
 
@@ -110,6 +137,7 @@ int study_result_fill(const study_t *s, const study_point_t *pt, const study_rep
     int rc = fill_resources(rep, r, e);
     if (!rc) rc = fill_lost(rep, r, e);
     if (!rc) rc = fill_flags(rep, r, e);
+    if (!rc) rc = fill_placement(pt, rep, r, e);
     if (rc) return rc;
     r->n_ctx = rep->n_ctx;
     r->ctx_tokens = dup_doubles(rep->ctx_tokens, rep->n_ctx);

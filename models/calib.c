@@ -18,6 +18,8 @@ struct calib {
     centry_t *v;       /* sorted by name */
     size_t n;
     uint64_t hash;
+    char *profile;     /* the profile's name, NULL when none */
+    calib_platform_t platform; /* strings owned; all NULL when undeclared */
 };
 
 static void entry_clear(centry_t *en)
@@ -33,9 +35,20 @@ int calib_new(calib_t **out, err_t *e)
     return *out ? ERR_OK : err_set(e, ERR_NOMEM, "calib: out of memory");
 }
 
+static void platform_clear(calib_platform_t *p)
+{
+    free((char *)p->gpu);
+    free((char *)p->link);
+    free((char *)p->host);
+    free((char *)p->virtualisation);
+    memset(p, 0, sizeof *p);
+}
+
 void calib_free(calib_t *c)
 {
     if (!c) return;
+    free(c->profile);
+    platform_clear(&c->platform);
     for (size_t i = 0; i < c->n; i++) entry_clear(&c->v[i]);
     free(c->v);
     free(c);
@@ -104,15 +117,31 @@ static const cfg_param_t cnode_params[] = {
     {"origin", CFG_T_STRING, offsetof(cnode_t, origin), NULL, 1, 0, NULL, "fitted CSV, measured, or assumed"},
 };
 
+/* The platform a profile was measured on: preset names of the catalogs, and the host's virtualisation. */
+typedef struct cplatform {
+    const char *gpu, *link, *host, *virtualisation;
+} cplatform_t;
+
+static const cfg_param_t cplatform_params[] = {
+    {"gpu", CFG_T_STRING, offsetof(cplatform_t, gpu), NULL, 1, 0, NULL, "GPU preset measured (gpus.yaml)"},
+    {"link", CFG_T_STRING, offsetof(cplatform_t, link), NULL, 1, 0, NULL, "host link preset measured (links.yaml)"},
+    {"host", CFG_T_STRING, offsetof(cplatform_t, host), NULL, 1, 0, NULL, "box preset of the measured host (boxes.yaml)"},
+    {"virtualisation", CFG_T_STRING, offsetof(cplatform_t, virtualisation), "", 1, 0, NULL,
+     "bare metal, or the VM the measurements ran in"},
+};
+
 typedef struct cprofile {
     const char *profile, *hardware;
+    const cfg_node_t *platform;
     const cfg_node_t *params;
     const cfg_node_t *sources, *residuals, *notes; /* provenance kept in the file, not used here */
 } cprofile_t;
 
 static const cfg_param_t cprofile_params[] = {
     {"profile", CFG_T_STRING, offsetof(cprofile_t, profile), "", 1, 0, NULL, "profile name"},
-    {"hardware", CFG_T_STRING, offsetof(cprofile_t, hardware), "", 1, 0, NULL, "what it was measured on"},
+    {"hardware", CFG_T_STRING, offsetof(cprofile_t, hardware), "", 1, 0, NULL, "what it was measured on (free text)"},
+    {"platform", CFG_T_NODE, offsetof(cprofile_t, platform), NULL, 1, 0, NULL,
+     "what it was measured on, as catalog presets: {gpu, link, host, virtualisation}"},
     {"params", CFG_T_NODE, offsetof(cprofile_t, params), NULL, 1, 0, NULL, "map of name to parameter"},
     {"sources", CFG_T_NODE, offsetof(cprofile_t, sources), NULL, 1, 0, NULL, "fit provenance: files, hashes, device (odsim fit)"},
     {"residuals", CFG_T_NODE, offsetof(cprofile_t, residuals), NULL, 1, 0, NULL, "fit residuals per group (odsim fit)"},
@@ -172,7 +201,17 @@ static int load_doc(calib_t *c, const cfg_doc_t *doc, err_t *e)
 {
     cprofile_t pr;
     int rc = cfg_bind(cfg_root(doc), cprofile_params, sizeof cprofile_params / sizeof cprofile_params[0], &pr, e);
-    if (rc || !pr.params) return rc;
+    if (rc) return rc;
+    if (pr.platform) {
+        cplatform_t pl;
+        rc = cfg_bind(pr.platform, cplatform_params, sizeof cplatform_params / sizeof cplatform_params[0], &pl, e);
+        if (rc) return rc;
+        c->platform = (calib_platform_t){str_dup(pl.gpu), str_dup(pl.link), str_dup(pl.host), str_dup(pl.virtualisation)};
+        if (!c->platform.gpu || !c->platform.link || !c->platform.host || !c->platform.virtualisation)
+            return err_set(e, ERR_NOMEM, "calib: out of memory");
+    }
+    if (*pr.profile && !(c->profile = str_dup(pr.profile))) return err_set(e, ERR_NOMEM, "calib: out of memory");
+    if (!pr.params) return ERR_OK;
     if (cfg_kind(pr.params) != CFG_MAP) return cfg_error(e, ERR_INVAL, pr.params, "expected a map of parameters");
     for (size_t i = 0; i < cfg_size(pr.params); i++) {
         const char *name = cfg_key_at(pr.params, i);
@@ -314,6 +353,10 @@ void calib_flags_print(const calib_t *c, FILE *fp)
 }
 
 uint64_t calib_hash(const calib_t *c) { return c->hash; }
+
+const calib_platform_t *calib_platform(const calib_t *c) { return c->platform.gpu ? &c->platform : NULL; }
+
+const char *calib_profile(const calib_t *c) { return c->profile ? c->profile : "presets"; }
 
 size_t calib_count(const calib_t *c) { return c->n; }
 

@@ -4,6 +4,9 @@
  *
  *     profile: h200-pcie5-vm          # free text
  *     hardware: h200-sxm/pcie5        # free text: what it was measured on
+ *     platform: {gpu: h200-sxm, link: pcie5, host: h200-1, virtualisation: "..."}
+ *                                     # the same as catalog presets (optional: models/platform.h
+ *                                     # carries the parameters to other hardware by its rules)
  *     params:
  *       ce_latency_us: {value: 4.9, stderr: 0.05, lo: 4096, hi: 268435456, unit: us,
  *                       origin: "fitted: validation/data/ce_h2d.csv"}
@@ -18,7 +21,8 @@
  * their range or whose origin is "assumed", for reports.
  *
  * Parameter names (units in the name), bounds and meanings are declared once: the cost forms' in
- * models/cost_params.c (beside models/cost.h's formulas), the hardware facts' in models/hwcat.c;
+ * models/cost_params.c (beside models/cost.h's formulas), the hardware facts' in models/hwcat.c
+ * (on a link or GPU the profile was not measured on, models/platform.h derives the link's);
  * `odsim params` prints both. */
 #ifndef ODSIM_MODELS_CALIB_H
 #define ODSIM_MODELS_CALIB_H
@@ -86,6 +90,17 @@ size_t calib_flag_count(const calib_t *c);
 bool calib_flag_at(const calib_t *c, size_t i, calib_flag_t *out);
 /* Writes the flags as text lines to fp. */
 void calib_flags_print(const calib_t *c, FILE *fp);
+
+/* Where a profile was measured: catalog preset names (gpus.yaml, links.yaml, boxes.yaml) and the
+ * host's virtualisation. */
+typedef struct calib_platform {
+    const char *gpu, *link, *host, *virtualisation;
+} calib_platform_t;
+
+/* The profile's declared platform, or NULL when it declares none (presets, older profiles). */
+const calib_platform_t *calib_platform(const calib_t *c);
+/* The profile's name ("presets" when it has none). */
+const char *calib_profile(const calib_t *c);
 
 /* FNV-1a 64 of the profile text loaded (0 for a profile built in memory), for reports. */
 uint64_t calib_hash(const calib_t *c);

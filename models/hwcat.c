@@ -23,10 +23,13 @@ static const hw_param_def_t gpu_defs[] = {
 };
 
 
+/* A link's measured peaks are optional: without them models/platform.c derives them from raw_GBps. */
+#define LINKRATE(k, d) {k, HWP_NUM, "GB/s", false, 0, true, d, -1, 0}
 static const hw_param_def_t link_defs[] = {
-    POS("h2d_GBps", "GB/s", "copy-engine host-to-device peak"),
-    POS("d2h_GBps", "GB/s", "copy-engine device-to-host peak"),
-    POS("duplex_GBps", "GB/s", "both directions at once, total"),
+    POS("raw_GBps", "GB/s", "raw signalling rate per direction after line coding (datasheet)"),
+    LINKRATE("h2d_GBps", "copy-engine host-to-device peak (where measured; a box may set it for its host)"),
+    LINKRATE("d2h_GBps", "copy-engine device-to-host peak (where measured; a box may set it for its host)"),
+    LINKRATE("duplex_GBps", "both directions at once, total (where measured; a box may set it for its host)"),
 };
 
 static const hw_param_def_t tier_defs[] = {
@@ -43,7 +46,7 @@ static const hw_param_def_t box_defs[] = {
     {"host_dram_bytes", HWP_BYTES, "B", true, 0, true, "host DRAM capacity", -1, 0},
     POS("host_dram_GBps", "GB/s", "host DRAM bandwidth shared by all GPUs"),
     {"hbm_reserve_bytes", HWP_BYTES, "B", true, 0, false, "device memory kept back per GPU", -1, 0},
-    {"link", HWP_TEXT, "", false, 0, false, "replaces the GPU's link (links.yaml)", -1, 0},
+    {"link", HWP_TEXT, "", false, 0, false, "replaces the GPU's link (links.yaml); the box may also set h2d_GBps, d2h_GBps, duplex_GBps: its host's figures for its own link", -1, 0},
     {"tier", HWP_TEXT, "", false, 0, false, "memory tier behind the CPU (tiers.yaml)", -1, 0},
 };
 
@@ -123,6 +126,17 @@ static int pset_put(hw_pset_t *ps, const hw_param_t *src, err_t *e)
     ps->p = np;
     ps->p[ps->n++] = copy;
     return ERR_OK;
+}
+
+/* Removes the parameter called key, if any. */
+static void pset_drop(hw_pset_t *ps, const char *key)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (!strcmp(ps->p[i].key, key)) {
+            param_clear(&ps->p[i]);
+            ps->p[i] = ps->p[--ps->n];
+            return;
+        }
 }
 
 static size_t edit_distance(const char *a, const char *b)
@@ -311,6 +325,8 @@ static int read_entry_map(const cfg_node_t *map, const hw_param_def_t *defs, siz
             continue;
         }
         const hw_param_def_t *d = def_find(defs, n, key);
+        /* a box may carry its host's measured or published link peaks (not the raw rate: the link's) */
+        if (!d && defs == box_defs && strcmp(key, "raw_GBps")) d = def_find(link_defs, NDEF(link_defs), key);
         if (!d) return unknown_key(e, v, key, nearest(defs, n, NULL, 0, key));
         hw_param_t p;
         int rc = param_read(d, v, true, "", &p, e);
@@ -522,6 +538,16 @@ int hw_resolve(const hwcat_t *cat, const hw_select_t *sel, const cfg_node_t *ove
     if (overrides && cfg_get(overrides, "link") && !sel->link) link = text(ps, "link");
     if (!rc) rc = set_name(&out->link, link, e);
     if (!rc) rc = merge_entry(cat, HW_LINK, out->link, ps, e);
+    /* The box's own figures for its link (measured or published on that host) win over the link
+     * preset's, unless the link was named: a named link follows the link rule (models/platform.h). */
+    bool named = sel->link || (overrides && cfg_get(overrides, "link"));
+    const hw_pset_t *linkps = rc ? NULL : hwcat_entry(cat, HW_LINK, out->link);
+    for (size_t i = 0; !rc && i < NDEF(link_defs); i++) {
+        const hw_param_t *bp = hw_pset_find(boxps, link_defs[i].key);
+        if (bp && !named) rc = pset_put(ps, bp, e);
+        else if (bp && !hw_pset_find(linkps, link_defs[i].key)) pset_drop(ps, link_defs[i].key);
+        out->link_from_box |= bp && !named;
+    }
     const char *tier = sel->tier ? sel->tier : text(ps, "tier");
     if (!rc && tier && strcmp(tier, "none")) {
         rc = set_name(&out->tier, tier, e);
@@ -546,7 +572,7 @@ int hw_resolve(const hwcat_t *cat, const hw_select_t *sel, const cfg_node_t *ove
     out->fp8_flops = num(ps, "fp8_TFLOPS") * 1e12;
     out->h2d_Bps = num(ps, "h2d_GBps") * 1e9;
     out->d2h_Bps = num(ps, "d2h_GBps") * 1e9;
-    out->duplex_Bps = num(ps, "duplex_GBps") * 1e9;
+    out->duplex_Bps = num(ps, "duplex_GBps") * 1e9; /* 0 without measured peaks: models/platform.c derives them */
     out->cxl_read_Bps = out->tier ? num(ps, "cxl_read_GBps") * 1e9 : 0;
     out->cxl_write_Bps = out->tier ? num(ps, "cxl_write_GBps") * 1e9 : 0;
     out->cxl_bytes = out->tier ? num(ps, "cxl_bytes") : 0;

@@ -93,7 +93,8 @@ typedef struct hw {
     double host_dram_bytes, host_dram_Bps, hbm_reserve_bytes;
     double hbm_bytes, hbm_Bps, bf16_flops, fp8_flops;
     char *memory;                    /* "HBM3e", "GDDR6", ... */
-    double h2d_Bps, d2h_Bps, duplex_Bps;
+    double h2d_Bps, d2h_Bps, duplex_Bps;   /* 0 where the link preset has no measured peaks */
+    bool link_from_box;              /* the link's peaks are the box's own (its host's figures) */
     double cxl_read_Bps, cxl_write_Bps, cxl_bytes;  /* 0 without a tier */
     hw_pset_t params;
 } hw_t;

@@ -50,16 +50,33 @@ static sim_pool_t env_pool(const plan_env_t *env, bool hbm)
     return hbm ? (x->hbm_pool ? x->hbm_pool[env->s->gpu->index] : -1) : x->cfg.host_pool;
 }
 
+/* Host bytes fill host_pool first and spill into the tier's pool (cfg.host_spill). */
 int plan_env_alloc(plan_env_t *env, bool hbm, double bytes, err_t *e)
 {
     sim_pool_t p = env_pool(env, hbm);
-    return p < 0 ? ERR_OK : sim_pool_alloc(env->x->sim, p, bytes, e);
+    const exec_config_t *c = &env->x->cfg;
+    sim_t *sim = env->x->sim;
+    if (p < 0) return ERR_OK;
+    if (hbm || !c->host_spill) return sim_pool_alloc(sim, p, bytes, e);
+    double room = sim_pool_capacity(sim, p) - sim_pool_used(sim, p);
+    if (room < 0) room = 0;
+    if (bytes <= room) return sim_pool_alloc(sim, p, bytes, e);
+    int rc = sim_pool_alloc(sim, c->host_spill_pool, bytes - room, e);
+    if (!rc && room > 0) rc = sim_pool_alloc(sim, p, room, e);
+    return rc;
 }
 
 void plan_env_release(plan_env_t *env, bool hbm, double bytes)
 {
     sim_pool_t p = env_pool(env, hbm);
-    if (p >= 0) sim_pool_release(env->x->sim, p, bytes);
+    const exec_config_t *c = &env->x->cfg;
+    if (p < 0) return;
+    if (!hbm && c->host_spill) {
+        double tier = sim_pool_used(env->x->sim, c->host_spill_pool), from_tier = bytes < tier ? bytes : tier;
+        sim_pool_release(env->x->sim, c->host_spill_pool, from_tier);
+        bytes -= from_tier;
+    }
+    sim_pool_release(env->x->sim, p, bytes);
 }
 
 static void kick_ev(sim_t *sim, void *arg)

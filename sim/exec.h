@@ -95,6 +95,9 @@ typedef struct exec_config {
     /* Pools by GPU (HBM) and the host pool; -1 for none (memory not tracked). */
     const sim_pool_t *hbm_pool;  /* n_gpus entries, or NULL */
     sim_pool_t host_pool;
+    bool host_spill;             /* host bytes beyond host_pool's capacity go to host_spill_pool (a
+                                  * memory tier behind the CPU); they are released from it first */
+    sim_pool_t host_spill_pool;
     uint32_t timeline_plans;     /* record the ops of the first N plans (all sessions) */
     double slo_ttft_s;           /* a turn meets the SLO when its TTFT is at most this (0: any) */
     double slo_turn_tps;         /*   and it decodes at least this many tokens/s (0: any) */

@@ -2,6 +2,8 @@
  * full, and arrivals of one instant admitted in session-id order. */
 #include "sim/exec_int.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,12 +16,31 @@ static int sess_footprint(sess_t *s, uint64_t tokens, double *hbm, double *host,
     return s->prov.ops->footprint(s->prov.self, tokens, hbm, host, e);
 }
 
-/* Grows the session's holdings to its footprint at `tokens`; nothing is taken on ERR_CAPACITY. */
+/* Host memory a session could ever hold: the host pool and the tier it spills into. */
+static double host_capacity(const exec_t *x)
+{
+    const exec_config_t *c = &x->cfg;
+    if (c->host_pool < 0) return INFINITY;
+    return sim_pool_capacity(x->sim, c->host_pool) + (c->host_spill ? sim_pool_capacity(x->sim, c->host_spill_pool) : 0);
+}
+
+/* Grows the session's holdings to its footprint at `tokens`; nothing is taken on ERR_CAPACITY.
+ * A session that could not fit on an empty machine is ERR_INFEASIBLE, with its numbers. */
 int exec_sess_hold(sess_t *s, uint64_t tokens, err_t *e)
 {
     double hbm, host;
     int rc = sess_footprint(s, tokens, &hbm, &host, e);
     if (rc) return rc;
+    const exec_config_t *c = &s->x->cfg;
+    if (host > host_capacity(s->x)) {
+        char tier[128] = "";
+        if (c->host_spill)
+            snprintf(tier, sizeof tier, " + %s %.1f GB", sim_pool_name(s->x->sim, c->host_spill_pool),
+                     sim_pool_capacity(s->x->sim, c->host_spill_pool) / 1e9);
+        return err_set(e, ERR_INFEASIBLE, "infeasible: session %llu needs %.1f GB of host memory at %llu tokens; %s %.1f GB%s",
+                       (unsigned long long)s->id, host / 1e9, (unsigned long long)tokens, sim_pool_name(s->x->sim, c->host_pool),
+                       sim_pool_capacity(s->x->sim, c->host_pool) / 1e9, tier);
+    }
     double d_hbm = hbm > s->hbm_held ? hbm - s->hbm_held : 0, d_host = host > s->host_held ? host - s->host_held : 0;
     if (d_hbm > 0 && (rc = plan_env_alloc(&s->env, true, d_hbm, e))) return rc;
     if (d_host > 0 && (rc = plan_env_alloc(&s->env, false, d_host, e))) {
@@ -38,6 +59,15 @@ void exec_sess_release(sess_t *s)
     s->hbm_held = s->host_held = 0;
 }
 
+/* Memory freed on g: its own waiting sessions first, then every other GPU's (host memory and its
+ * tier are shared by the box). */
+static void kick_all(exec_t *x, gpu_t *g)
+{
+    exec_mem_kick(x, g);
+    for (int i = 0; i < x->cfg.n_gpus; i++)
+        if (&x->gpus[i] != g) exec_mem_kick(x, &x->gpus[i]);
+}
+
 /* A user's next session: the context starts over; growth-mode holdings shrink to the new size
  * (a reservation is kept: it covers the largest session). */
 void exec_sess_restart(sess_t *s, uint64_t tokens)
@@ -54,7 +84,7 @@ void exec_sess_restart(sess_t *s, uint64_t tokens)
     if (host < s->host_held) plan_env_release(&s->env, false, s->host_held - host);
     if (hbm < s->hbm_held) s->hbm_held = hbm;
     if (host < s->host_held) s->host_held = host;
-    exec_mem_kick(s->x, s->gpu);
+    kick_all(s->x, s->gpu);
 }
 
 void exec_sess_finish(sess_t *s, bool evicted)
@@ -65,7 +95,7 @@ void exec_sess_finish(sess_t *s, bool evicted)
     if (s->admitted) s->gpu->live--;
     if (evicted) x->stats.evictions++;
     else x->stats.sessions_done++;
-    exec_mem_kick(x, s->gpu);
+    kick_all(x, s->gpu);
     exec_kick_later(x, s->gpu);
 }
 

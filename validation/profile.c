@@ -53,6 +53,16 @@ static void emit_params(FILE *fp, const fit_t *f, const kbset_t *set, const prof
     char hw[1024];
     snprintf(hw, sizeof hw, "%s | pcie %s | %s", meta0(set, "device"), meta0(set, "pcie"), meta0(set, "virtualisation"));
     put_q(fp, hw);
+    if (info->gpu && info->link && info->host) {
+        fputs("\nplatform:\n  gpu: ", fp);
+        put_q(fp, info->gpu);
+        fputs("\n  link: ", fp);
+        put_q(fp, info->link);
+        fputs("\n  host: ", fp);
+        put_q(fp, info->host);
+        fputs("\n  virtualisation: ", fp);
+        put_q(fp, meta0(set, "virtualisation"));
+    }
     fputs("\nparams:\n", fp);
     bool *done = calloc(cost_curve_count, sizeof *done);   /* curves written (NULL: every knot apart) */
     for (size_t i = 0; i < fit_n_params(f); i++) {

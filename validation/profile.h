@@ -2,6 +2,7 @@
  *
  *   profile: NAME
  *   hardware: "device | pcie | virtualisation"     (from the CSV headers)
+ *   platform: {gpu, link, host, virtualisation}     (the measured box's presets, when given; the CSV headers' VM)
  *   params:
  *     h2d_GBps: {value: 55.31, stderr: 0.02, lo: 4096, hi: 1073741824, unit: GB/s,
  *                origin: "fitted: validation/data/h200/link.csv rows 26 (...)"}
@@ -25,6 +26,7 @@ typedef struct profile_info {
     const char *heldout_path;         /* the held-out rule file used */
     unsigned long long heldout_fnv1a;
     const char *command;              /* the command line, for provenance */
+    const char *gpu, *link, *host;    /* the measured platform as catalog presets (NULL: none written) */
 } profile_info_t;
 
 /* Writes the profile (parameters, then the provenance sections sources/residuals/notes as YAML)

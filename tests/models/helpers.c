@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "models/platform.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ void th_machine(tmachine_t *t, const char *box, const char *link, const char *mo
     cr_assert_eq(hw_resolve(t->cat, &sel, NULL, &t->hw, &e), 0, "%s", e.msg);
     /* the pre-fit seeds: a fixed, hand-written profile (the presets hold no cost-model parameters) */
     cr_assert_eq(calib_load(th_path("validation/seeds.yaml", p, sizeof p), &t->cal, &e), 0, "%s", e.msg);
+    cr_assert_eq(platform_apply(t->cal, t->cat, &t->hw, &e), 0, "%s", e.msg);
     cr_assert_eq(calib_seed(t->cal, &t->hw, &e), 0, "%s", e.msg);
     cr_assert_eq(sim_new(&t->sim, &e), 0, "%s", e.msg);
     cr_assert_eq(hwinst_build(&t->hw, t->cal, t->sim, &e), 0, "%s", e.msg);

@@ -55,7 +55,8 @@ Test(catalog, link_replacement_and_overrides)
     cr_assert_eq(hw_resolve(t.cat, &sel, cfg_root(ov), &hw, &e), 0, "%s", e.msg);
     cr_expect_str_eq(hw.link, "pcie6");
     cr_expect_float_eq(hw.h2d_Bps, 100e9, 1);
-    cr_expect_float_eq(hw.d2h_Bps, 106.2e9, 1);
+    cr_expect_null(hw_param(&hw, "d2h_GBps"), "pcie6 was never measured: its peaks are derived (models/platform.h)");
+    cr_expect_float_eq(hw_param(&hw, "raw_GBps")->value, 121, 1e-9);
     cr_expect_float_eq(hw.host_dram_Bps, 800e9, 1);
     cr_expect(strstr(hw_param(&hw, "h2d_GBps")->origin, "override at ov.yaml:1") != NULL, "%s",
               hw_param(&hw, "h2d_GBps")->origin);
@@ -80,13 +81,28 @@ Test(catalog, node_resolution)
     th_machine(&t, "h200-1", NULL, NULL);
     err_t e;
     cfg_doc_t *d;
-    const char *y = "box: hgx-h200-8\nlink: c2c\ngpus: 2\nset: {gather_weight: 2}\n";
+    const char *y = "box: gh200-1\nlink: pcie5\ngpus: 2\nset: {gather_weight: 2}\n";
     cr_assert_eq(cfg_parse_string("s.yaml", y, strlen(y), &d, &e), 0, "%s", e.msg);
     hw_t hw;
     cr_assert_eq(hw_resolve_node(t.cat, cfg_root(d), &hw, &e), 0, "%s", e.msg);
     cr_expect_eq(hw.gpus, 2);
-    cr_expect_float_eq(hw.h2d_Bps, 360e9, 1);
+    cr_expect_float_eq(hw.h2d_Bps, 55.3e9, 1, "a named link replaces the box's own figures");
+    cr_expect_not(hw.link_from_box);
     cr_expect_float_eq(hw_param(&hw, "gather_weight")->value, 2.0, 1e-12);
+    hw_free(&hw);
+    cfg_free(d);
+    const char *gen6 = "box: gh200-1\nlink: pcie6\n";
+    cr_assert_eq(cfg_parse_string("s.yaml", gen6, strlen(gen6), &d, &e), 0, "%s", e.msg);
+    cr_assert_eq(hw_resolve_node(t.cat, cfg_root(d), &hw, &e), 0, "%s", e.msg);
+    cr_expect_null(hw_param(&hw, "h2d_GBps"), "the box's C2C figure is not pcie6's");
+    hw_free(&hw);
+    cfg_free(d);
+    const char *own = "box: gh200-1\n";
+    cr_assert_eq(cfg_parse_string("s.yaml", own, strlen(own), &d, &e), 0, "%s", e.msg);
+    cr_assert_eq(hw_resolve_node(t.cat, cfg_root(d), &hw, &e), 0, "%s", e.msg);
+    cr_expect_str_eq(hw.link, "c2c");
+    cr_expect_float_eq(hw.h2d_Bps, 360e9, 1, "the box's published figure for its own link");
+    cr_expect(hw.link_from_box);
     hw_free(&hw);
     cfg_free(d);
     th_machine_free(&t);
@@ -139,7 +155,7 @@ Test(catalog, missing_required_key_names_file_line_key)
     const char *y = "pcie5:\n  h2d_GBps: {value: 55, origin: x}\n  d2h_GBps: {value: 55, origin: x}\n";
     cr_assert_neq(load_bad(HW_LINK, y, &e), 0);
     cr_expect(strstr(e.msg, "bad.yaml:2:") != NULL, "%s", e.msg);
-    cr_expect(strstr(e.msg, "duplex_GBps") != NULL, "%s", e.msg);
+    cr_expect(strstr(e.msg, "raw_GBps") != NULL, "%s", e.msg);
     cr_expect(strstr(e.msg, "pcie5") != NULL, "%s", e.msg);
 }
 

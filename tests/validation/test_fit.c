@@ -513,11 +513,17 @@ Test(fit, profile_is_loadable_and_records_its_sources)
     fit_synthetic(&fx, &t, 0.005, 7);
     char path[4200];
     snprintf(path, sizeof path, "%s/h200.yaml", fx.dir);
-    profile_info_t info = {"h200-test", "validation/heldout.yaml", heldout_hash(fx.ho), "odsim fit test"};
+    profile_info_t info = {"h200-test", "validation/heldout.yaml", heldout_hash(fx.ho), "odsim fit test",
+                           "h200-sxm", "pcie5", "h200-1"};
     err_t e;
     cr_assert_eq(profile_write(path, fx.fit, fx.set, &info, &e), 0, "%s", e.msg);
     calib_t *c = NULL;
     cr_assert_eq(calib_load(path, &c, &e), 0, "calib_load rejects the fitted profile: %s", e.msg);
+    /* the platform it was measured on, as catalog presets and the CSV headers' virtualisation */
+    const calib_platform_t *pl = calib_platform(c);
+    cr_assert_not_null(pl);
+    cr_expect(!strcmp(pl->gpu, "h200-sxm") && !strcmp(pl->link, "pcie5") && !strcmp(pl->host, "h200-1") &&
+              !strcmp(pl->virtualisation, "synthetic (test)"), "%s %s %s %s", pl->gpu, pl->link, pl->host, pl->virtualisation);
     const calib_param_t *p = calib_find(c, "h2d_GBps");
     cr_assert_not_null(p);
     cr_assert_float_eq(p->value, fit_find(fx.fit, "h2d_GBps")->value, 1e-6 * p->value);

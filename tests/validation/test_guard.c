@@ -50,7 +50,7 @@ static void fit_into(const char *dir, const char *path)
     cr_assert_eq(heldout_load("validation/heldout.yaml", &ho, &e), 0, "%s", e.msg);
     calib_t *seed = seed_box("h200-1");
     cr_assert_eq(fit_run(set, ho, seed, &f, &e), 0, "the fit of %s failed: %s", dir, e.msg);
-    profile_info_t info = {"guard", "validation/heldout.yaml", heldout_hash(ho), "test_guard"};
+    profile_info_t info = {"guard", "validation/heldout.yaml", heldout_hash(ho), "test_guard", NULL, NULL, NULL};
     cr_assert_eq(profile_write(path, f, set, &info, &e), 0, "%s", e.msg);
     fit_free(f);
     calib_free(seed);
