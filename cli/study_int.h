@@ -47,9 +47,14 @@ typedef struct study_point {
     char *calib_path;           /* NULL: presets alone */
 } study_point_t;
 
+/* A trace file read as its sessions arrive (cli/study_rep.c). */
+typedef struct study_stream study_stream_t;
+void study_stream_free(study_stream_t *st);
+
 /* One replication's simulation and what it measured. */
 typedef struct study_rep {
     sim_t *sim;
+    study_stream_t *stream;     /* the trace being replayed as it is read, or NULL */
     exec_t *x;
     calib_t *cal;
     cost_t cost;                /* the providers' cost forms; lives as long as the run */
