@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Binary exponents bucketed: values from 2^-41 (below a nanosecond in seconds) to 2^70 (above any
+/* Binary exponents bucketed: values from 2^-31 (below a nanosecond in seconds) to 2^65 (above any
  * uint64 count); smaller values count as zero, larger ones in the top bucket. */
-enum { EXP_MIN = -40, EXP_MAX = 70, N_EXP = EXP_MAX - EXP_MIN + 1 };
+enum { EXP_MIN = -30, EXP_MAX = 65, N_EXP = EXP_MAX - EXP_MIN + 1 };
 #define N_BUCKETS ((size_t)N_EXP * TRACE_SKETCH_SUB)
 
 /* Bucket of x > 0: x = m·2^ex with m in [0.5, 1); the mantissa's half-open interval split in SUB parts. */

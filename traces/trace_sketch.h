@@ -2,9 +2,9 @@
  *
  * The first TRACE_SKETCH_EXACT values are kept and their percentiles are exact (nearest rank). Past
  * that the values move into fixed log buckets: each power of two split into TRACE_SKETCH_SUB equal
- * parts, so a percentile is its bucket's midpoint, within 1/(2·TRACE_SKETCH_SUB) = 0.1% of the true
+ * parts, so a percentile is its bucket's midpoint, within 1/(2·TRACE_SKETCH_SUB) = 0.2% of the true
  * nearest-rank value (relative), clamped to [min, max]. Count, mean, min and max stay exact. Memory
- * is at most max(8·TRACE_SKETCH_EXACT, 8·TRACE_SKETCH_SUB·(exponents)) bytes whatever the count. */
+ * is at most 8·TRACE_SKETCH_EXACT bytes, then 8·TRACE_SKETCH_SUB·96 (196 KB), whatever the count. */
 #ifndef ODSIM_TRACES_TRACE_SKETCH_H
 #define ODSIM_TRACES_TRACE_SKETCH_H
 
@@ -13,7 +13,7 @@
 #include "common/err.h"
 
 #define TRACE_SKETCH_EXACT 65536u
-#define TRACE_SKETCH_SUB 512u
+#define TRACE_SKETCH_SUB 256u
 
 typedef struct trace_sketch {
     uint64_t n;

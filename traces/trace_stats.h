@@ -9,7 +9,7 @@
  * for an instant). In a closed-population trace the peak is the population.
  *
  * Memory is bounded whatever the trace's length: percentiles come from traces/trace_sketch.h (exact,
- * nearest rank, up to 65,536 values per distribution; past that within 0.1% relative), and the peak
+ * nearest rank, up to 65,536 values per distribution; past that within 0.2% relative), and the peak
  * holds only the sessions alive at the latest arrival (sessions come in arrival order). */
 #ifndef ODSIM_TRACES_TRACE_STATS_H
 #define ODSIM_TRACES_TRACE_STATS_H
