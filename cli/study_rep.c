@@ -308,7 +308,7 @@ static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
         return rc;
     }
     provider_t *p;
-    int rc = provider_new_shared(f->rep->method, &pt->hw, f->rep->cal, &p, e);
+    int rc = provider_new_costed(f->rep->method, &pt->hw, &f->rep->cost, &p, e);
     if (rc) return rc;
     *out = provider_wrap(p);
     return ERR_OK;
