@@ -217,10 +217,14 @@ floor: deps build/rel/odsim
 kernels:
 	@$(MAKE) --no-print-directory -C kernels CUDA_ARCH=$(CUDA_ARCH)
 
+# BENCH_TURNS: turns of the large trace of the memory benchmark (10000000 for issue 29's case).
+BENCH_TURNS ?= 1000000
 bench: all
 	./build/rel/odsim bench
 	@echo "stress profile (scenarios/bench_stress.yaml), one simulated hour, coarse mode:"
 	./build/rel/odsim run scenarios/bench_stress.yaml --set serving.coarse=true --timing > /dev/null
+	@echo "peak memory against trace length (tests/bench/memory.sh; BENCH_TURNS=$(BENCH_TURNS)):"
+	@BENCH_TURNS=$(BENCH_TURNS) ODSIM_ROOT=$(CURDIR) ./tests/bench/memory.sh
 
 fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	@mkdir -p build/fuzz

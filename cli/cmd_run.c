@@ -28,7 +28,10 @@ const cmd_t cmd_run = {
     "  FIFO, directory, symbolic link, read-only or hard-linked file there is an error before anything\n"
     "  runs ('-' is standard output). --out DIR is one set: its files appear together, then\n"
     "  DIR/MANIFEST listing them; a run stopped before that changes nothing in DIR but leaves no\n"
-    "  MANIFEST. Interrupted runs (SIGINT, SIGTERM) remove their temporaries.\n",
+    "  MANIFEST. Interrupted runs (SIGINT, SIGTERM) remove their temporaries.\n"
+    "  A sweep's values are checked before anything runs, each beside the other axes' first values;\n"
+    "  each point is resolved when it runs, so a value bad only beside another axis's value (a budget\n"
+    "  one swept method cannot meet) stops the run at that point, naming it.\n",
     run_main};
 
 typedef struct run_args {

@@ -49,13 +49,19 @@ typedef struct study study_t;
 char *study_data_path(const char *rel);
 
 /* Loads a scenario file (a relative path that is not here is looked up under the data root),
- * applies `--set` overrides (each "key=value"), resolves nothing yet but checks every key. On success *out owns everything. Errors: ERR_IO, ERR_PARSE, ERR_INVAL
+ * applies `--set` overrides (each "key=value"), resolves no point yet but checks every key and
+ * every sweep value (each beside the other axes' first values: a value bad only beside another
+ * axis's value fails when that point runs, naming the point). On success *out owns everything.
+ * Errors: ERR_IO, ERR_PARSE, ERR_INVAL
  * (file:line:col and key), ERR_NOMEM. */
 int study_open(const char *path, const char *const *sets, size_t n_sets, study_t **out, err_t *e);
 /* As study_open from a parsed document, which the study takes over (also on error). `name` names
  * the scenario in reports. */
 int study_open_doc(cfg_doc_t *doc, const char *name, study_t **out, err_t *e);
 void study_free(study_t *s);
+/* How many points' methods s has built (the costly part of resolving a point): opening builds one
+ * per distinct method, model and probe among the axis values, each study_run one more. */
+size_t study_methods_built(const study_t *s);
 
 /* The path of `file` in the study's catalog directory (scenario key `catalog`); "" gives the
  * directory itself. Returns a new string (NULL: out of memory). */

@@ -27,6 +27,7 @@ struct study {
     hwcat_t *hwcat;
     llmcat_t *llmcat;
     uint64_t calib_hash;        /* of the last profile loaded */
+    size_t methods_built;       /* points' methods built so far (study_methods_built) */
 };
 
 /* One sweep point, resolved: every section bound, presets looked up. */
@@ -46,9 +47,14 @@ typedef struct study_point {
     char *calib_path;           /* NULL: presets alone */
 } study_point_t;
 
+/* A trace file read as its sessions arrive (cli/study_rep.c). */
+typedef struct study_stream study_stream_t;
+void study_stream_free(study_stream_t *st);
+
 /* One replication's simulation and what it measured. */
 typedef struct study_rep {
     sim_t *sim;
+    study_stream_t *stream;     /* the trace being replayed as it is read, or NULL */
     exec_t *x;
     calib_t *cal;
     cost_t cost;                /* the providers' cost forms; lives as long as the run */
@@ -74,11 +80,20 @@ typedef struct study_rep {
  * ERR_INVAL (a bad axis), ERR_NOMEM. */
 int study_sweep_init(study_t *s, err_t *e);
 char *study_path(const study_t *s, const char *rel);
-int study_point_doc(const study_t *s, size_t i, cfg_doc_t **out, err_t *e);
+/* The document of point i: the scenario with each axis set to its value, with its sweep section or
+ * without (resolving needs none) (caller frees). Errors: ERR_INVAL (a value that cannot be set), ERR_NOMEM. */
+int study_point_doc(const study_t *s, size_t i, bool with_sweep, cfg_doc_t **out, err_t *e);
 
 int study_catalogs_load(study_t *s, err_t *e);
 void study_catalogs_free(study_t *s);
+/* Resolves point i: every section bound, presets looked up, its method built. Errors: those of the
+ * binders, catalogs and method (naming file, line and key), ERR_NOMEM. */
 int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e);
+/* Checks every axis value against its parameter tables, the other axes at their first value: each
+ * such point bound and its presets looked up, its method built once per distinct method, model and
+ * probe. A value bad only beside another axis's value fails when that point runs. Errors: those of
+ * study_point_resolve, prefixed with the point. */
+int study_points_check(study_t *s, err_t *e);
 void study_point_free(study_point_t *pt);
 
 /* The calibration of point pt: its profile (or none), the scenario's what-ifs laid over it, the

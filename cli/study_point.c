@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/study_int.h"
+#include "common/str.h"
 
 char *study_catalog_file(const study_t *s, const char *file)
 {
@@ -72,20 +73,90 @@ static void probe_shape(const scn_probe_t *pb, llm_t *m)
     }
 }
 
-int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e)
+/* Point i up to its method's configuration: bound, presets looked up, pt->method not built. */
+static int resolve_bound(study_t *s, size_t i, study_point_t *pt, err_t *e)
 {
     memset(pt, 0, sizeof *pt);
-    int rc = study_point_doc(s, i, &pt->doc, e);
+    int rc = study_point_doc(s, i, false, &pt->doc, e);
     if (!rc) rc = bind_sections(pt, e);
     if (!rc) rc = hw_resolve_node(s->hwcat, pt->top.hardware, &pt->hw, e);
     if (!rc) rc = llm_get(s->llmcat, pt->model.name, pt->model.set, &pt->llm, e);
     if (!rc && pt->wl.kind == SCN_WL_PROBE && pt->probe.what != SCN_PROBE_SESSION_STEP) probe_shape(&pt->probe, &pt->llm);
     if (!rc) rc = method_cfg_bind(pt->top.method, &pt->mcfg, e);
-    if (!rc) rc = method_new(&pt->mcfg, &pt->llm, &pt->method, e);
     if (!rc && strcmp(pt->top.calibration, "none")) {
         pt->calib_path = study_path(s, pt->top.calibration);
         if (!pt->calib_path) rc = err_set(e, ERR_NOMEM, "out of memory");
     }
+    return rc;
+}
+
+static int build_method(study_t *s, study_point_t *pt, err_t *e)
+{
+    s->methods_built++;
+    return method_new(&pt->mcfg, &pt->llm, &pt->method, e);
+}
+
+int study_point_resolve(study_t *s, size_t i, study_point_t *pt, err_t *e)
+{
+    int rc = resolve_bound(s, i, pt, e);
+    if (!rc) rc = build_method(s, pt, e);
     if (rc) study_point_free(pt);
+    return rc;
+}
+
+/* What a point's method is built from: its method, model and probe sections as text (hashed). */
+static uint64_t method_key(const study_point_t *pt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) return 0;
+    const cfg_node_t *parts[] = {pt->top.method, pt->top.model, pt->wl.kind == SCN_WL_PROBE ? pt->wl.probe : NULL};
+    for (size_t j = 0; j < sizeof parts / sizeof *parts; j++) {
+        fputs("\n--\n", mem);
+        if (parts[j]) cfg_emit(parts[j], mem, 0);
+    }
+    fclose(mem);
+    uint64_t h = str_fnv1a(buf, len);
+    free(buf);
+    return h | 1; /* 0 marks an empty slot */
+}
+
+/* Adds key to the open-addressed set (n_slots a power of two); false when it was there. */
+static bool key_insert(uint64_t *slots, size_t n_slots, uint64_t key)
+{
+    for (size_t j = key & (n_slots - 1);; j = (j + 1) & (n_slots - 1)) {
+        if (slots[j] == key) return false;
+        if (!slots[j]) {
+            slots[j] = key;
+            return true;
+        }
+    }
+}
+
+int study_points_check(study_t *s, err_t *e)
+{
+    size_t n_checks = 1;
+    for (size_t a = 0; a < s->n_axes; a++) n_checks += s->axes[a].n;
+    size_t n_slots = 2;
+    while (n_slots < 2 * n_checks) n_slots *= 2;
+    uint64_t *seen = calloc(n_slots, sizeof *seen);
+    if (!seen) return err_set(e, ERR_NOMEM, "out of memory");
+    int rc = ERR_OK;
+    /* Point 0, then each axis's other values: value j of axis a is point j times the points of the
+     * axes after it (which vary faster). */
+    for (size_t a = 0, stride = s->n_points; !rc && a <= s->n_axes; a++) {
+        size_t from = a ? 1 : 0, to = a ? s->axes[a - 1].n : 1;
+        if (a) stride /= s->axes[a - 1].n;
+        for (size_t j = from; !rc && j < to; j++) {
+            size_t i = j * stride;
+            study_point_t pt;
+            rc = resolve_bound(s, i, &pt, e);
+            if (!rc && key_insert(seen, n_slots, method_key(&pt))) rc = build_method(s, &pt, e);
+            study_point_free(&pt);
+            if (rc && s->n_points > 1) err_prefix(e, "sweep point %zu (%s)", i, s->labels[i]);
+        }
+    }
+    free(seen);
     return rc;
 }

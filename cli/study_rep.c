@@ -312,7 +312,7 @@ static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
         return rc;
     }
     provider_t *p;
-    int rc = provider_new_shared(f->rep->method, &pt->hw, f->rep->cal, &p, e);
+    int rc = provider_new_costed(f->rep->method, &pt->hw, &f->rep->cost, &p, e);
     if (rc) return rc;
     *out = provider_wrap(p);
     return ERR_OK;
@@ -457,8 +457,96 @@ static int load_trace(feed_t *f, trace_t *t, err_t *e)
     return rc;
 }
 
+/* A trace file whose sessions arrive in order, replayed as it is read: each session is read when the
+ * one before it arrives, so the run holds the sessions it has admitted, never the whole file. A
+ * corrupt frame is an error when the run reaches it; what follows the run's last arrival is not read. */
+struct study_stream {
+    feed_t f;
+    trace_reader_t *r;
+    trace_session_t ts;      /* the next session to arrive */
+    uint64_t index;          /* its position in the file */
+    exec_turn_t *turns;
+    size_t cap;
+};
+
+void study_stream_free(study_stream_t *st)
+{
+    if (!st) return;
+    trace_reader_close(st->r);
+    trace_session_free(&st->ts);
+    free(st->turns);
+    free(st);
+}
+
+static void stream_arrive(sim_t *sim, void *arg);
+
+/* Reads the next session to arrive within the run and schedules its arrival; at the file's end, or
+ * past the run or max_sessions, closes the reader. */
+static int stream_next(study_stream_t *st, err_t *e)
+{
+    const scn_workload_t *wl = &st->f.pt->wl;
+    int got = wl->max_sessions && st->index >= (uint64_t)wl->max_sessions ? 0 : trace_reader_next_session(st->r, &st->ts, e);
+    sim_ps_t at = got == 1 ? sim_ps_or_never(session_arrival_s(&st->ts)) : SIM_TIME_NEVER;
+    if (got == 1 && session_arrival_s(&st->ts) <= st->f.pt->run.duration_s && at != SIM_TIME_NEVER)
+        return sim_at(st->f.rep->sim, at, stream_arrive, st, e);
+    trace_reader_close(st->r);
+    st->r = NULL;
+    return got < 0 ? got : ERR_OK;
+}
+
+static void stream_arrive(sim_t *sim, void *arg)
+{
+    study_stream_t *st = arg;
+    err_t e;
+    size_t n = 0;
+    uint64_t ctx0 = 0, fin = 0;
+    int rc = ERR_OK;
+    if (st->ts.n_turns) {
+        rc = turns_of(&st->ts, false, &st->turns, &n, &st->cap, &ctx0, &fin, &e);
+        if (!rc) rc = add_session(&st->f, gpu_of(&st->f, st->index, 0), session_arrival_s(&st->ts), ctx0, fin,
+                                  st->f.pt->wl.replay == SCN_REPLAY_OPEN, st->turns, n, &e);
+    }
+    st->index++;
+    if (!rc) rc = stream_next(st, &e);
+    if (rc) sim_fail(sim, &e);
+}
+
+/* Streams the file when nothing needs it whole: sessions in arrival order (open arrivals), no
+ * context scaling (its factor needs the largest context) and no packed placement (its split needs
+ * the count). 0: not streamed (*done false); else the stream lives in f->rep. */
+static int feed_stream(feed_t *f, bool *done, err_t *e)
+{
+    const scn_workload_t *wl = &f->pt->wl;
+    *done = false;
+    if (*wl->import_file || wl->scale > 1 || wl->scale_to > 0 || f->pt->serving.placement == SCN_PLACE_PACK) return ERR_OK;
+    char *path = study_path(f->s, wl->trace);
+    trace_reader_t *r = NULL;
+    int rc = path ? trace_reader_open(path, &r, e) : err_set(e, ERR_NOMEM, "out of memory");
+    free(path);
+    if (rc) return rc;
+    const trace_header_t *h = trace_reader_header(r);
+    bool open = wl->replay == SCN_REPLAY_OPEN;
+    if (h->session_arrivals != TRACE_ARRIVALS_OPEN || (open && !h->open_loop) || (!open && !h->closed_loop)) {
+        trace_reader_close(r); /* the whole-file path takes it, or says why it cannot */
+        return ERR_OK;
+    }
+    study_stream_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        trace_reader_close(r);
+        return err_set(e, ERR_NOMEM, "out of memory");
+    }
+    *st = (study_stream_t){.f = *f, .r = r};
+    trace_session_init(&st->ts);
+    f->rep->stream = st;
+    *done = true;
+    return stream_next(st, e);
+}
+
 static int feed_trace(feed_t *f, err_t *e)
 {
+    bool streamed;
+    int rc0 = feed_stream(f, &streamed, e);
+    if (rc0 || streamed) return rc0;
     trace_t t;
     trace_init(&t);
     int rc = load_trace(f, &t, e);
@@ -628,6 +716,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
 
 void study_rep_free(study_rep_t *rep)
 {
+    study_stream_free(rep->stream);
     exec_free(rep->x);
     method_free(rep->method);
     sim_free(rep->sim);

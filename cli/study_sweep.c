@@ -130,10 +130,9 @@ static int make_labels(study_t *s, err_t *e)
     return ERR_OK;
 }
 
-/* The document of point i: the scenario with each axis set to its value (caller frees). */
-int study_point_doc(const study_t *s, size_t i, cfg_doc_t **out, err_t *e)
+int study_point_doc(const study_t *s, size_t i, bool with_sweep, cfg_doc_t **out, err_t *e)
 {
-    int rc = cfg_clone(s->doc, out, e);
+    int rc = with_sweep ? cfg_clone(s->doc, out, e) : cfg_clone_without(s->doc, "sweep", out, e);
     for (size_t a = 0; !rc && a < s->n_axes; a++)
         rc = cfg_set_node(*out, s->axes[a].path, cfg_at(s->axes[a].values, axis_index(s, i, a)), e);
     if (rc) {
@@ -150,7 +149,7 @@ void study_point_emit(const study_t *s, size_t i, FILE *fp)
 {
     cfg_doc_t *d;
     err_t e;
-    if (study_point_doc(s, i, &d, &e)) {
+    if (study_point_doc(s, i, true, &d, &e)) {
         fprintf(fp, "# (cannot emit: %s)\n", e.msg);
         return;
     }

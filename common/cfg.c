@@ -458,6 +458,25 @@ int cfg_clone(const cfg_doc_t *doc, cfg_doc_t **out, err_t *e)
     return doc_wrap(node_copy(doc->root, ""), out, e);
 }
 
+int cfg_clone_without(const cfg_doc_t *doc, const char *key, cfg_doc_t **out, err_t *e)
+{
+    const cfg_node_t *r = doc->root;
+    if (r->kind != CFG_MAP || map_index(r, key) < 0) return cfg_clone(doc, out, e);
+    cfg_node_t *c = node_new(CFG_MAP, r->file, r->line, r->col, r->path);
+    for (size_t i = 0; c && i < r->n; i++) {
+        if (!strcmp(r->keys[i], key)) continue;
+        char *cp = path_join(r->path, r->keys[i]);
+        cfg_node_t *v = cp ? node_copy(r->vals[i], cp) : NULL;
+        free(cp);
+        if (!v || node_push(c, r->keys[i], v)) {
+            node_free(v);
+            node_free(c);
+            c = NULL;
+        }
+    }
+    return doc_wrap(c, out, e);
+}
+
 /* ---- preset + overrides -------------------------------------------------------------------- */
 
 static int kind_clash(const cfg_node_t *dst, const cfg_node_t *over, err_t *e)

@@ -51,6 +51,9 @@ cfg_node_t *cfg_root(const cfg_doc_t *doc);
 
 /* A deep copy of doc (consumed marks reset). Errors: ERR_NOMEM. */
 int cfg_clone(const cfg_doc_t *doc, cfg_doc_t **out, err_t *e);
+/* As cfg_clone, less the root map's `key` (a study's point documents without its sweep: copying a
+ * sweep of n values for each of n points would be O(n^2)). Errors: ERR_NOMEM. */
+int cfg_clone_without(const cfg_doc_t *doc, const char *key, cfg_doc_t **out, err_t *e);
 
 /* ---- preset + overrides ------------------------------------------------------------------- */
 

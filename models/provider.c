@@ -14,32 +14,45 @@ struct provider {
     method_t *mt;
     bool own_mt;              /* mt is freed with the provider (provider_new) or borrowed */
     const hw_t *hw;
-    cost_t cost;
+    const cost_t *cost;       /* own_cost, or one shared by the sessions of a run */
+    cost_t *own_cost;
     cost_paths_t paths;
     const sim_t *paths_sim;
     int paths_gpu;
     cost_gemm_t gemm[3];      /* models of the plan being built; outlive its execution */
 };
 
-int provider_new_shared(const method_t *mt, const hw_t *hw, calib_t *cal, provider_t **out, err_t *e)
+int provider_new_costed(const method_t *mt, const hw_t *hw, const cost_t *cost, provider_t **out, err_t *e)
 {
     *out = NULL;
     const method_cfg_t *cfg = method_cfg(mt);
-    provider_t *p = calloc(1, sizeof *p);
-    if (!p) return err_set(e, ERR_NOMEM, "provider: out of memory");
-    p->hw = hw;
-    p->paths_gpu = -1;
-    p->mt = (method_t *)mt;
-    int rc = cost_init(&p->cost, cal, e);
-    if (!rc && cfg->weight_dtype == LLM_FP8 && p->cost.fp8_flops <= 0)
+    int rc = ERR_OK;
+    if (cfg->weight_dtype == LLM_FP8 && cost->fp8_flops <= 0)
         rc = err_set(e, ERR_INVAL, "weight_dtype fp8: the %s has no FP8 tensor cores (fp8_TFLOPS = 0)", hw->gpu);
     if (!rc && cfg->tier == TIER_CXL && !hw->tier)
         rc = err_set(e, ERR_INVAL, "tier cxl: box '%s' has no memory tier (tiers.yaml)", hw->box);
+    provider_t *p = rc ? NULL : calloc(1, sizeof *p);
+    if (!rc && !p) rc = err_set(e, ERR_NOMEM, "provider: out of memory");
+    if (rc) return rc;
+    p->hw = hw;
+    p->paths_gpu = -1;
+    p->mt = (method_t *)mt;
+    p->cost = cost;
+    *out = p;
+    return ERR_OK;
+}
+
+int provider_new_shared(const method_t *mt, const hw_t *hw, calib_t *cal, provider_t **out, err_t *e)
+{
+    *out = NULL;
+    cost_t *own = malloc(sizeof *own);
+    int rc = own ? cost_init(own, cal, e) : err_set(e, ERR_NOMEM, "provider: out of memory");
+    if (!rc) rc = provider_new_costed(mt, hw, own, out, e);
     if (rc) {
-        provider_free(p);
+        free(own);
         return rc;
     }
-    *out = p;
+    (*out)->own_cost = own;
     return ERR_OK;
 }
 
@@ -61,12 +74,13 @@ void provider_free(provider_t *p)
 {
     if (!p) return;
     if (p->own_mt) method_free(p->mt);
+    free(p->own_cost);
     free(p);
 }
 
 const method_t *provider_method(const provider_t *p) { return p->mt; }
 
-const cost_t *provider_cost(const provider_t *p) { return &p->cost; }
+const cost_t *provider_cost(const provider_t *p) { return p->cost; }
 
 cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill)
 {
@@ -110,7 +124,7 @@ static int add(builder_t *b, plan_op_t *op, const uint32_t *deps, uint32_t n_dep
     for (uint32_t i = 0; i < n_deps; i++)
         if (deps[i] != UINT32_MAX) d[n++] = deps[i];
     for (uint32_t i = 0; i < n; i++)   /* the engine delays a kernel waiting on a copy by it */
-        if (d[i] < b->out->n_ops && plan_handoff(&b->out->ops[d[i]], op)) calib_note(b->p->cost.cal, "ce_handoff_us", NAN);
+        if (d[i] < b->out->n_ops && plan_handoff(&b->out->ops[d[i]], op)) calib_note(b->p->cost->cal, "ce_handoff_us", NAN);
     return plan_add(b->out, op, d, n, id, b->e);
 }
 
@@ -134,11 +148,11 @@ static int add_kernel_l2(builder_t *b, int kind, int layer, double bytes, double
     if (kind == OPKIND_SCAN) {
         const char *name = method_table(b->p->mt)->scan_family;
         int family = name ? cost_scan_form(cost_scan_family(name), method_scan_form(b->p->mt)) : -1;
-        cost_scan(&b->p->cost, &b->p->paths, family, l2, bytes, flops, method_budget_bits(b->p->mt),
+        cost_scan(b->p->cost, &b->p->paths, family, l2, bytes, flops, method_budget_bits(b->p->mt),
                   (llm_dtype_t)c->kv_dtype, &op);
     } else
-        cost_kernel(&b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
-    cost_after_layer(&b->p->cost, kind, &op);
+        cost_kernel(b->p->cost, &b->p->paths, kind, bytes, flops, (llm_dtype_t)c->kv_dtype, &op);
+    cost_after_layer(b->p->cost, kind, &op);
     op.bytes_hbm = bytes;
     op.flops = flops;
     return add(b, &op, deps, n_deps, id);
@@ -155,9 +169,9 @@ static int add_topk(builder_t *b, int layer, const method_layer_t *ly, const uin
 {
     plan_op_t op = op_new(OPKIND_TOPK, layer, STREAM_COMPUTE);
     double rows = fmax(ly->score_rows, 1);
-    cost_topk(&b->p->cost, &b->p->paths, rows, ly->scores / rows, ly->select_k, &op);
-    cost_after_layer(&b->p->cost, OPKIND_TOPK, &op);
-    cost_topk_scores_in_l2(&b->p->cost, 4.0 * ly->scores, &op);   /* its scan has just written them */
+    cost_topk(b->p->cost, &b->p->paths, rows, ly->scores / rows, ly->select_k, &op);
+    cost_after_layer(b->p->cost, OPKIND_TOPK, &op);
+    cost_topk_scores_in_l2(b->p->cost, 4.0 * ly->scores, &op);   /* its scan has just written them */
     op.bytes_hbm = op.cost.work;
     return add(b, &op, deps, n_deps, id);
 }
@@ -178,15 +192,15 @@ static int add_attn_sparse(builder_t *b, int layer, const method_layer_t *ly, co
 {
     bool qh = method_select(b->p->mt) == SELECT_QUERY_HEAD;
     plan_op_t op = op_new(OPKIND_ATTN_SPARSE, layer, STREAM_COMPUTE);
-    if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost.l2_bytes)) {
+    if (!(ly->winner_rows > 0 && ly->attn_hbm_bytes <= b->p->cost->l2_bytes)) {
         if (!qh) return add_kernel(b, OPKIND_ATTN_SPARSE, layer, ly->attn_hbm_bytes, ly->attn_flops, deps, n_deps, id);
-        cost_attn_qh(&b->p->cost, &b->p->paths, ly->attn_hbm_bytes, ly->attn_flops,
+        cost_attn_qh(b->p->cost, &b->p->paths, ly->attn_hbm_bytes, ly->attn_flops,
                      (llm_dtype_t)method_cfg(b->p->mt)->kv_dtype, &op);
         op.bytes_hbm = ly->attn_hbm_bytes;
     } else {
-        cost_attn_l2(&b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, qh, &op);
+        cost_attn_l2(b->p->cost, &b->p->paths, query_rows(b, ly) * ly->attn_hbm_bytes / ly->winner_rows, qh, &op);
     }
-    cost_after_layer(&b->p->cost, OPKIND_ATTN_SPARSE, &op);
+    cost_after_layer(b->p->cost, OPKIND_ATTN_SPARSE, &op);
     op.flops = ly->attn_flops;
     return add(b, &op, deps, n_deps, id);
 }
@@ -200,23 +214,23 @@ static int add_combine(builder_t *b, int layer, const method_layer_t *ly, bool e
 {
     const llm_t *m = method_llm(b->p->mt);
     double H = m->kv_heads, tail_rows = ly->tail_hbm_bytes / (4.0 * m->head_dim);
-    double tail_splits = tail_rows > 0 ? cost_attn_splits(&b->p->cost, tail_rows / H, H) : 0;
-    bool l2 = ly->attn_hbm_bytes <= b->p->cost.l2_bytes;
+    double tail_splits = tail_rows > 0 ? cost_attn_splits(b->p->cost, tail_rows / H, H) : 0;
+    bool l2 = ly->attn_hbm_bytes <= b->p->cost->l2_bytes;
     plan_op_t op = op_new(OPKIND_ATTN_COMBINE, layer, STREAM_COMPUTE);
     uint32_t deps[2] = {attn, tail};
     if (!exact && method_select(b->p->mt) == SELECT_QUERY_HEAD) {
         double Hq = m->q_heads;
-        cost_attn_combine(&b->p->cost, cost_attn_splits(&b->p->cost, query_rows(b, ly) / Hq, Hq), l2, &op);
+        cost_attn_combine(b->p->cost, cost_attn_splits(b->p->cost, query_rows(b, ly) / Hq, Hq), l2, &op);
         int rc = add(b, &op, &attn, 1, &deps[0]);
         if (rc || tail_rows <= 0) {
             *id = deps[0];
             return rc;
         }
-        cost_attn_combine(&b->p->cost, tail_splits, true, &op);
+        cost_attn_combine(b->p->cost, tail_splits, true, &op);
         return add(b, &op, deps, 2, id);
     }
     double rows = exact ? ly->n_off * H : ly->winner_rows;
-    cost_attn_combine(&b->p->cost, cost_attn_splits(&b->p->cost, rows / H, H) + tail_splits, l2, &op);
+    cost_attn_combine(b->p->cost, cost_attn_splits(b->p->cost, rows / H, H) + tail_splits, l2, &op);
     return add(b, &op, deps, 2, id);
 }
 
@@ -226,12 +240,12 @@ static int add_transfer(builder_t *b, int kind, int layer, cost_xfer_t form, boo
     int stream = !h2d ? STREAM_D2H : form == COST_CE || form == COST_CE_BATCH || form == COST_CE_STRIDED ? STREAM_H2D : STREAM_GATHER;
     plan_op_t op = op_new(kind, layer, stream);
     if (b->gather_at == COST_GATHER_AFTER && h2d)
-        cost_transfer_after(&b->p->cost, &b->p->paths, form, bytes, pieces, region, b->evicting, b->step_translations,
+        cost_transfer_after(b->p->cost, &b->p->paths, form, bytes, pieces, region, b->evicting, b->step_translations,
                             &op);
     else if (b->gather_at == COST_GATHER_STEP && h2d)
-        cost_transfer_step(&b->p->cost, &b->p->paths, form, bytes, pieces, region, b->step_translations, &op);
+        cost_transfer_step(b->p->cost, &b->p->paths, form, bytes, pieces, region, b->step_translations, &op);
     else
-        cost_transfer(&b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->gather_at, &op);
+        cost_transfer(b->p->cost, &b->p->paths, form, h2d, bytes, pieces, region, b->gather_at, &op);
     op.host_sync = h2d && form == COST_CE_BATCH && kind == OPKIND_WINNER_FETCH;
     op.bytes_host = bytes;
     op.bytes_hbm = bytes;
@@ -258,9 +272,9 @@ static int add_gemm(builder_t *b, int which, int layer, int phase, uint32_t toke
     }
     cost_gemm_t *g = &b->p->gemm[which];
     int kernels = which == GEMM_OMLP ? 3 : 1;   /* O, MLP up (gate and up fused), MLP down */
-    cost_gemm_init(&b->p->cost, params * wb, act, 2.0 * params, tokens, kernels, (llm_dtype_t)c->weight_dtype, g);
+    cost_gemm_init(b->p->cost, params * wb, act, 2.0 * params, tokens, kernels, (llm_dtype_t)c->weight_dtype, g);
     plan_op_t op = op_new(which == GEMM_HEAD ? OPKIND_LM_HEAD : OPKIND_GEMM, layer, STREAM_COMPUTE);
-    cost_gemm_op(&b->p->cost, &b->p->paths, g, &op);
+    cost_gemm_op(b->p->cost, &b->p->paths, g, &op);
     op.merge_key = merge_key(m, c->weight_dtype, phase, tokens, layer, which);
     op.bytes_hbm = op.cost.work;
     op.flops = 2.0 * params * tokens;
@@ -272,7 +286,7 @@ static int add_gemm(builder_t *b, int which, int layer, int phase, uint32_t toke
  * L2 where it fits (the index the layer fetched itself, the scores, the winners, copied K/V). */
 static double layer_dirty_bytes(const builder_t *b, const method_layer_t *ly, bool exact, bool fetched_here)
 {
-    const cost_t *c = &b->p->cost;
+    const cost_t *c = b->p->cost;
     double L = c->l2_bytes;
     cost_l2_t l2 = {0};
     cost_l2_pass(c, &l2, ly->tail_hbm_bytes, 0);
@@ -298,7 +312,7 @@ static int add_writeback(builder_t *b, int layer, double bytes, uint32_t *dep)
 {
     if (!(bytes > 0)) return ERR_OK;
     plan_op_t op = op_new(OPKIND_L2_WRITEBACK, layer, STREAM_COMPUTE);
-    cost_l2_writeback(&b->p->cost, &b->p->paths, bytes, &op);
+    cost_l2_writeback(b->p->cost, &b->p->paths, bytes, &op);
     op.bytes_hbm = bytes;
     return add(b, &op, dep, 1, dep);
 }
@@ -307,7 +321,7 @@ static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
 {
     if (p->paths_sim == sim && p->paths_gpu == gpu) return ERR_OK;
     const method_cfg_t *c = method_cfg(p->mt);
-    int rc = cost_paths_resolve(&p->cost, p->hw, sim, gpu, c->tier == TIER_CXL ? HWINST_CXL : HWINST_DRAM, &p->paths, e);
+    int rc = cost_paths_resolve(p->cost, p->hw, sim, gpu, c->tier == TIER_CXL ? HWINST_CXL : HWINST_DRAM, &p->paths, e);
     if (rc) return rc;
     p->paths_sim = sim;
     p->paths_gpu = gpu;
@@ -331,9 +345,9 @@ static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly,
     if (rc) return rc;
     plan_op_t *op = &b->out->ops[*id];
     op->host_sync = true;
-    op->cost.latency_ps = cost_ps(p->cost.ce_latency_s + (copies - 1) * p->cost.ce2d_copy_s);
-    op->launch_ps = cost_ps(p->cost.copy_launch_s);
-    calib_note(p->cost.cal, "ce2d_copy_us", copies);
+    op->cost.latency_ps = cost_ps(p->cost->ce_latency_s + (copies - 1) * p->cost->ce2d_copy_s);
+    op->launch_ps = cost_ps(p->cost->copy_launch_s);
+    calib_note(p->cost->cal, "ce2d_copy_us", copies);
     return ERR_OK;
 }
 
@@ -344,9 +358,9 @@ static double step_translations(const provider_t *p, const method_layer_t *ly, i
     double sum = 0;
     for (int l = 0; l < L; l++) {
         if (idx_sm && ly[l].index_host_bytes > 0)
-            sum += cost_gather_translations(&p->cost, ly[l].index_pieces, ly[l].index_region_bytes);
+            sum += cost_gather_translations(p->cost, ly[l].index_pieces, ly[l].index_region_bytes);
         if (win_sm && ly[l].winner_host_bytes > 0)
-            sum += cost_gather_translations(&p->cost, ly[l].winner_pieces, ly[l].kv_region_bytes);
+            sum += cost_gather_translations(p->cost, ly[l].winner_pieces, ly[l].kv_region_bytes);
     }
     return sum;
 }
@@ -396,7 +410,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
                                   &buf_free, 1, &fetch);
             uint32_t deps[2] = {qkv, fetch};
             if (!rc) rc = add_kernel(&b, OPKIND_ATTN_DENSE, l, ly.attn_hbm_bytes, ly.attn_flops, deps, 2, &attn);
-            if (!rc) cost_attn_dense_blocks(&p->cost, ly.n_off, m->kv_heads, &b.out->ops[attn]);
+            if (!rc) cost_attn_dense_blocks(p->cost, ly.n_off, m->kv_heads, &b.out->ops[attn]);
             consumer[l] = attn;
         } else if (!rc) {
             if (query_dependent)
@@ -416,7 +430,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
              * the whole index and the scores fit there (one fetched layers ahead is not: its GEMMs
              * came between) */
             double scan_bytes = ly.index_host_bytes + ly.index_hbm_bytes + ly.scores * 4.0;
-            bool scan_l2 = ly.index_host_bytes > 0 && (query_dependent || depth == 0) && scan_bytes <= p->cost.l2_bytes;
+            bool scan_l2 = ly.index_host_bytes > 0 && (query_dependent || depth == 0) && scan_bytes <= p->cost->l2_bytes;
             if (!rc) rc = add_kernel_l2(&b, OPKIND_SCAN, l, scan_bytes, ly.scan_flops, scan_l2, sdeps, 3, &scan);
             consumer[l] = scan;
             if (!rc) rc = add_topk(&b, l, &ly, &scan, 1, &topk);
@@ -426,7 +440,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
              * itself, after 16K winner rows or so, takes the plain step tables */
             if (idx_sm) {
                 b.gather_at = COST_GATHER_AFTER;
-                b.evicting = cost_gather_translations(&p->cost, ly.index_pieces, ly.index_region_bytes);
+                b.evicting = cost_gather_translations(p->cost, ly.index_pieces, ly.index_region_bytes);
             }
             if (!rc && ly.winner_host_bytes > 0)
                 rc = add_transfer(&b, OPKIND_WINNER_FETCH, l, win_form, true, ly.winner_host_bytes, ly.winner_pieces,
@@ -456,12 +470,12 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     if (!rc) {
         plan_op_t op = op_new(OPKIND_SAMPLE, -1, STREAM_COMPUTE);
         op.exec = PLAN_EXEC_GPU;
-        op.cost.latency_ps = cost_ps(p->cost.sample_s);
-        op.launch_ps = cost_ps(p->cost.launch_s);
-        calib_note(p->cost.cal, "sample_us", NAN);
+        op.cost.latency_ps = cost_ps(p->cost->sample_s);
+        op.launch_ps = cost_ps(p->cost->launch_s);
+        calib_note(p->cost->cal, "sample_us", NAN);
         rc = add(&b, &op, &head, 1, NULL);
     }
-    out->graph_launch_ps = cost_ps(p->cost.graph_launch_s);
+    out->graph_launch_ps = cost_ps(p->cost->graph_launch_s);
     return rc;
 }
 

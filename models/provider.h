@@ -42,6 +42,10 @@ int provider_new(const method_cfg_t *cfg, const llm_t *m, const hw_t *hw, calib_
 /* As provider_new, borrowing an already resolved method (it must outlive the provider): sessions of
  * one study share one method and its planner statistics. Errors: those of cost_init; ERR_INVAL. */
 int provider_new_shared(const method_t *mt, const hw_t *hw, calib_t *cal, provider_t **out, err_t *e);
+/* As provider_new_shared, borrowing cost forms too (cost_init of the run's profile; they must outlive
+ * the provider): the sessions of a run share them (10 KB each otherwise). Errors: ERR_INVAL (fp8
+ * weights on a GPU without FP8, a CXL tier the box lacks), ERR_NOMEM. */
+int provider_new_costed(const method_t *mt, const hw_t *hw, const cost_t *cost, provider_t **out, err_t *e);
 
 /* provider_new from a scenario's method map (method_cfg_bind), wrapped for the engine: out->ops
  * builds plans, gives the footprint, tells nothing on completion, and on destroy frees the provider. */

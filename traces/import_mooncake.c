@@ -10,7 +10,7 @@ typedef struct mc_row {
     uint64_t in, out;
     size_t hoff, nb; /* hash ids: hashes[hoff .. hoff+nb) */
     int line;
-    int32_t reg_next;  /* next row registered at the same trie node */
+    uint32_t reg_node, reg_pos; /* where it is registered (rows of 2 blocks or more) */
     int32_t session;
     bool has_child;
 } mc_row_t;
@@ -20,6 +20,16 @@ typedef struct mc_slot {
     uint32_t node, child; /* child 0: empty slot (node ids start at 1, the root is 0) */
 } mc_slot_t;
 
+/* The rows registered at one trie node, in row (time) order, under a segment tree of their ends
+ * (in + out): per range the smallest end among all rows ([2i]) and among rows with no child yet
+ * ([2i+1]), so the parent rule is two descents, O(log n), not a walk of every row sharing the prefix
+ * (which made rows sharing one prefix O(n^2)). */
+typedef struct mc_reg {
+    int32_t *rows;
+    uint64_t *tree;          /* 2 values for each of 2·cap tree nodes; leaves at [cap, 2·cap) */
+    uint32_t n, cap;
+} mc_reg_t;
+
 typedef struct mc {
     mc_row_t *rows;
     size_t n_rows, cap_rows;
@@ -27,7 +37,7 @@ typedef struct mc {
     size_t n_hashes, cap_hashes;
     mc_slot_t *slots;
     size_t mask;
-    int32_t *reg_head; /* per node */
+    mc_reg_t *reg;     /* per node */
     uint32_t n_nodes;
 } mc_t;
 
@@ -51,6 +61,75 @@ static mc_slot_t *slot_find(mc_t *m, uint32_t node, uint64_t hash)
     }
 }
 
+static void reg_set(mc_reg_t *g, uint32_t pos, int w, uint64_t v)
+{
+    size_t i = (size_t)g->cap + pos;
+    g->tree[2 * i + w] = v;
+    for (i /= 2; i >= 1; i /= 2) {
+        uint64_t a = g->tree[4 * i + w], b = g->tree[4 * i + 2 + w];
+        g->tree[2 * i + w] = a < b ? a : b;
+    }
+}
+
+/* Registers row ri (its end: end) at g. Errors: ERR_NOMEM. */
+static int reg_add(mc_reg_t *g, int32_t ri, uint64_t end, uint32_t *pos, err_t *e)
+{
+    if (g->n == g->cap) { /* double and rebuild the tree */
+        uint32_t nc = g->cap ? 2 * g->cap : 4;
+        int32_t *nr = realloc(g->rows, (size_t)nc * sizeof *nr);
+        uint64_t *nt = malloc((size_t)4 * nc * sizeof *nt);
+        if (nr) g->rows = nr;
+        if (!nr || !nt) {
+            free(nt);
+            return err_set(e, ERR_NOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < (size_t)4 * nc; i++) nt[i] = UINT64_MAX;
+        for (uint32_t j = 0; j < g->n; j++) {
+            nt[2 * ((size_t)nc + j)] = g->tree[2 * ((size_t)g->cap + j)];
+            nt[2 * ((size_t)nc + j) + 1] = g->tree[2 * ((size_t)g->cap + j) + 1];
+        }
+        for (size_t i = nc; i-- > 1;)
+            for (int w = 0; w < 2; w++) {
+                uint64_t a = nt[4 * i + w], b = nt[4 * i + 2 + w];
+                nt[2 * i + w] = a < b ? a : b;
+            }
+        free(g->tree);
+        g->tree = nt;
+        g->cap = nc;
+    }
+    *pos = g->n++;
+    g->rows[*pos] = ri;
+    reg_set(g, *pos, 0, end);
+    reg_set(g, *pos, 1, end);
+    return ERR_OK;
+}
+
+/* The largest position below k whose value w (0: any row, 1: rows with no child) is at most x, or -1. */
+static long reg_last(const mc_reg_t *g, size_t node, size_t lo, size_t hi, size_t k, uint64_t x, int w)
+{
+    if (lo >= k || g->tree[2 * node + w] > x) return -1;
+    if (hi - lo == 1) return (long)lo;
+    size_t mid = (lo + hi) / 2;
+    long r = reg_last(g, 2 * node + 1, mid, hi, k, x, w);
+    return r >= 0 ? r : reg_last(g, 2 * node, lo, mid, k, x, w);
+}
+
+/* Among the rows registered at g that came before R (earlier timestamps) and end within R's input:
+ * the latest with no child yet, else the latest; -1 when none. */
+static int32_t reg_parent(const mc_t *m, const mc_reg_t *g, const mc_row_t *r)
+{
+    if (!g->n) return -1;
+    size_t lo = 0, hi = g->n; /* rows before R: the registered rows are in time order */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->rows[g->rows[mid]].ts_ns < r->ts_ns) lo = mid + 1;
+        else hi = mid;
+    }
+    long p = reg_last(g, 1, 0, g->cap, lo, r->in, 1);
+    if (p < 0) p = reg_last(g, 1, 0, g->cap, lo, r->in, 0);
+    return p < 0 ? -1 : g->rows[p];
+}
+
 static int parse_rows(mc_t *m, const char *name, const char *buf, size_t len, err_t *e)
 {
     line_iter_t it;
@@ -66,7 +145,6 @@ static int parse_rows(mc_t *m, const char *name, const char *buf, size_t len, er
         mc_row_t r;
         memset(&r, 0, sizeof r);
         r.line = line;
-        r.reg_next = -1;
         r.session = -1;
         json_t *ts = json_object_get(j, "timestamp");
         if (!ts) rc = err_set(e, ERR_PARSE, "%s:%d: missing field 'timestamp'", name, line);
@@ -149,16 +227,15 @@ int import_mooncake(const char *name, const char *buf, size_t len, const trace_i
     }
     m.slots = calloc(cap, sizeof *m.slots);
     m.mask = cap - 1;
-    m.reg_head = malloc((m.n_hashes + 1) * sizeof *m.reg_head);
+    m.reg = calloc(m.n_hashes + 1, sizeof *m.reg);
     size_t maxnb = 1;
     for (size_t i = 0; i < m.n_rows; i++)
         if (m.rows[i].nb + 1 > maxnb) maxnb = m.rows[i].nb + 1;
     path = malloc(maxnb * sizeof *path);
-    if (!m.slots || !m.reg_head || !path) {
+    if (!m.slots || !m.reg || !path) {
         rc = err_set(e, ERR_NOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i <= m.n_hashes; i++) m.reg_head[i] = -1;
     m.n_nodes = 1;
     const uint64_t B = TRACE_MOONCAKE_BLOCK_TOKENS;
     const size_t M = (size_t)o->min_shared_blocks;
@@ -179,23 +256,13 @@ int import_mooncake(const char *name, const char *buf, size_t len, const trace_i
         int32_t parent = -1;
         size_t pd = 0;
         for (size_t d = depth; d >= M && parent < 0; d--) {
-            int32_t any = -1, free_one = -1;
-            for (int32_t p = m.reg_head[path[d]]; p >= 0; p = m.rows[p].reg_next) {
-                const mc_row_t *P = &m.rows[p];
-                if (P->ts_ns >= r->ts_ns || r->in < P->in + P->out) continue;
-                if (any < 0) any = p;
-                if (!P->has_child) {
-                    free_one = p;
-                    break;
-                }
-            }
-            if (free_one >= 0) parent = free_one;
-            else parent = any;
+            parent = reg_parent(&m, &m.reg[path[d]], r);
             pd = d;
             if (d == 0) break;
         }
         if (parent >= 0 && !m.rows[parent].has_child) {
             m.rows[parent].has_child = true;
+            reg_set(&m.reg[m.rows[parent].reg_node], m.rows[parent].reg_pos, 1, UINT64_MAX);
             r->session = m.rows[parent].session;
             cont++;
         } else {
@@ -239,9 +306,8 @@ int import_mooncake(const char *name, const char *buf, size_t len, const trace_i
             path[d + 1] = sl->child;
         }
         if (r->nb >= 2) {
-            uint32_t node = path[r->nb - 1];
-            r->reg_next = m.reg_head[node];
-            m.reg_head[node] = (int32_t)ri;
+            r->reg_node = path[r->nb - 1];
+            if ((rc = reg_add(&m.reg[r->reg_node], (int32_t)ri, r->in + r->out, &r->reg_pos, e))) goto out;
         }
     }
     line_of = malloc((t->n_sessions + 1) * sizeof *line_of);
@@ -269,6 +335,10 @@ out:
     free(m.rows);
     free(m.hashes);
     free(m.slots);
-    free(m.reg_head);
+    for (size_t i = 0; m.reg && i <= m.n_hashes; i++) {
+        free(m.reg[i].rows);
+        free(m.reg[i].tree);
+    }
+    free(m.reg);
     return rc;
 }

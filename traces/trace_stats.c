@@ -3,21 +3,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "traces/trace_io.h"
+#include "traces/trace_sketch.h"
 
-typedef struct dvec {
-    double *v;
+/* Ends of the sessions alive at the latest arrival, a min-heap: sessions come in arrival order (as
+ * trace files hold them), so the peak is found in one pass holding only the live sessions. */
+typedef struct ends {
+    int64_t *v;
     size_t n, cap;
-} dvec_t;
-
-typedef struct interval {
-    int64_t a, b;
-} interval_t;
+} ends_t;
 
 struct trace_stats {
-    dvec_t input, prefill, decode, think, turns, ctx;
-    interval_t *iv;
-    size_t n_iv, cap_iv;
+    trace_sketch_t input, prefill, decode, think, turns, ctx;
+    ends_t live;
+    uint64_t peak;
+    int64_t last_arrival;
+    bool any_arrival;
     uint64_t sessions, turns_total, one, forked;
     bool has_span;
     int64_t first, last;
@@ -30,19 +32,6 @@ void trace_stats_set_service(trace_stats_t *st, double prefill_tps, double decod
     st->decode_tps = decode_tps > 0 ? decode_tps : 0;
 }
 
-static int push(dvec_t *d, double x, err_t *e)
-{
-    if (d->n == d->cap) {
-        size_t nc = d->cap ? 2 * d->cap : 1024;
-        double *nv = realloc(d->v, nc * sizeof *nv);
-        if (!nv) return err_set(e, ERR_NOMEM, "out of memory");
-        d->v = nv;
-        d->cap = nc;
-    }
-    d->v[d->n++] = x;
-    return ERR_OK;
-}
-
 int trace_stats_new(trace_stats_t **out, err_t *e)
 {
     *out = calloc(1, sizeof **out);
@@ -52,10 +41,49 @@ int trace_stats_new(trace_stats_t **out, err_t *e)
 void trace_stats_free(trace_stats_t *st)
 {
     if (!st) return;
-    dvec_t *all[] = {&st->input, &st->prefill, &st->decode, &st->think, &st->turns, &st->ctx};
-    for (size_t i = 0; i < 6; i++) free(all[i]->v);
-    free(st->iv);
+    trace_sketch_t *all[] = {&st->input, &st->prefill, &st->decode, &st->think, &st->turns, &st->ctx};
+    for (size_t i = 0; i < 6; i++) trace_sketch_free(all[i]);
+    free(st->live.v);
     free(st);
+}
+
+static void ends_pop(ends_t *h)
+{
+    h->v[0] = h->v[--h->n];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < h->n && h->v[l] < h->v[m]) m = l;
+        if (l + 1 < h->n && h->v[l + 1] < h->v[m]) m = l + 1;
+        if (m == i) break;
+        int64_t t = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = t;
+        i = m;
+    }
+}
+
+static int ends_push(ends_t *h, int64_t end, err_t *e)
+{
+    if (grow_to((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v)) return err_set(e, ERR_NOMEM, "out of memory");
+    size_t i = h->n++;
+    for (; i > 0 && h->v[(i - 1) / 2] > end; i = (i - 1) / 2) h->v[i] = h->v[(i - 1) / 2];
+    h->v[i] = end;
+    return ERR_OK;
+}
+
+/* A session alive from arrival to end: those ended before it arrives leave (one ending at the very
+ * instant it arrives still counts), then it joins. */
+static int live_add(trace_stats_t *st, int64_t arrival, int64_t end, err_t *e)
+{
+    if (st->any_arrival && arrival < st->last_arrival)
+        return err_set(e, ERR_INVAL, "session arrivals out of order (%lld ns after %lld ns)", (long long)arrival,
+                       (long long)st->last_arrival);
+    st->any_arrival = true;
+    st->last_arrival = arrival;
+    while (st->live.n && st->live.v[0] < arrival) ends_pop(&st->live);
+    int rc = ends_push(&st->live, end, e);
+    if (!rc && st->live.n > st->peak) st->peak = st->live.n;
+    return rc;
 }
 
 static void span(trace_stats_t *st, int64_t t)
@@ -79,10 +107,11 @@ int trace_stats_add(trace_stats_t *st, const trace_session_t *s, err_t *e)
     double cursor = s->arrival_ns != TRACE_NONE ? (double)s->arrival_ns : 0;
     for (size_t i = 0; i < s->n_turns; i++) {
         const trace_turn_t *t = &s->turns[i];
-        if ((rc = push(&st->input, (double)t->input_tokens, e)) || (rc = push(&st->prefill, (double)t->prefill_tokens, e)) ||
-            (rc = push(&st->decode, (double)t->decode_tokens, e)))
+        if ((rc = trace_sketch_add(&st->input, (double)t->input_tokens, e)) ||
+            (rc = trace_sketch_add(&st->prefill, (double)t->prefill_tokens, e)) ||
+            (rc = trace_sketch_add(&st->decode, (double)t->decode_tokens, e)))
             return rc;
-        if (t->think_ns != TRACE_NONE && (rc = push(&st->think, (double)t->think_ns / 1e9, e))) return rc;
+        if (t->think_ns != TRACE_NONE && (rc = trace_sketch_add(&st->think, (double)t->think_ns / 1e9, e))) return rc;
         if (t->arrival_ns != TRACE_NONE) {
             span(st, t->arrival_ns);
             if ((double)t->arrival_ns > cursor) cursor = (double)t->arrival_ns;
@@ -94,63 +123,28 @@ int trace_stats_add(trace_stats_t *st, const trace_session_t *s, err_t *e)
         if (t->input_tokens + t->decode_tokens > maxctx) maxctx = t->input_tokens + t->decode_tokens;
     }
     int64_t end = cursor > 9e18 ? INT64_MAX : (int64_t)cursor;
-    if ((rc = push(&st->turns, (double)s->n_turns, e)) || (rc = push(&st->ctx, (double)maxctx, e))) return rc;
+    if ((rc = trace_sketch_add(&st->turns, (double)s->n_turns, e)) || (rc = trace_sketch_add(&st->ctx, (double)maxctx, e)))
+        return rc;
     if (s->arrival_ns != TRACE_NONE) {
         span(st, s->arrival_ns);
-        if (st->n_iv == st->cap_iv) {
-            size_t nc = st->cap_iv ? 2 * st->cap_iv : 1024;
-            interval_t *ni = realloc(st->iv, nc * sizeof *ni);
-            if (!ni) return err_set(e, ERR_NOMEM, "out of memory");
-            st->iv = ni;
-            st->cap_iv = nc;
-        }
-        st->iv[st->n_iv++] = (interval_t){s->arrival_ns, end};
+        rc = live_add(st, s->arrival_ns, end, e);
     }
-    return ERR_OK;
+    return rc;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double rank(const dvec_t *d, double p)
-{
-    size_t k = (size_t)((double)d->n * p + 0.999999999);
-    if (k < 1) k = 1;
-    if (k > d->n) k = d->n;
-    return d->v[k - 1];
-}
-
-static trace_dist_t dist(dvec_t *d)
+static trace_dist_t dist(trace_sketch_t *k)
 {
     trace_dist_t r;
     memset(&r, 0, sizeof r);
-    r.n = d->n;
-    if (!d->n) return r;
-    qsort(d->v, d->n, sizeof *d->v, cmp_d);
-    double sum = 0;
-    for (size_t i = 0; i < d->n; i++) sum += d->v[i];
-    r.mean = sum / (double)d->n;
-    r.min = d->v[0];
-    r.max = d->v[d->n - 1];
-    r.p50 = rank(d, 0.50);
-    r.p90 = rank(d, 0.90);
-    r.p99 = rank(d, 0.99);
+    r.n = (size_t)k->n;
+    if (!k->n) return r;
+    r.mean = k->sum / (double)k->n;
+    r.min = k->min;
+    r.max = k->max;
+    r.p50 = trace_sketch_quantile(k, 0.50);
+    r.p90 = trace_sketch_quantile(k, 0.90);
+    r.p99 = trace_sketch_quantile(k, 0.99);
     return r;
-}
-
-typedef struct ev {
-    int64_t t;
-    int d;
-} ev_t;
-
-static int cmp_ev(const void *a, const void *b)
-{
-    const ev_t *x = a, *y = b;
-    if (x->t != y->t) return (x->t > y->t) - (x->t < y->t);
-    return y->d - x->d; /* starts before ends at the same instant */
 }
 
 int trace_stats_summary(trace_stats_t *st, const trace_header_t *h, trace_summary_t *o, err_t *e)
@@ -174,20 +168,7 @@ int trace_stats_summary(trace_stats_t *st, const trace_header_t *h, trace_summar
         o->concurrency_is_population = true;
         return ERR_OK;
     }
-    ev_t *ev = malloc((2 * st->n_iv + 1) * sizeof *ev);
-    if (!ev) return err_set(e, ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < st->n_iv; i++) {
-        ev[2 * i] = (ev_t){st->iv[i].a, +1};
-        ev[2 * i + 1] = (ev_t){st->iv[i].b, -1};
-    }
-    qsort(ev, 2 * st->n_iv, sizeof *ev, cmp_ev);
-    int64_t cur = 0, peak = 0;
-    for (size_t i = 0; i < 2 * st->n_iv; i++) {
-        cur += ev[i].d;
-        if (cur > peak) peak = cur;
-    }
-    free(ev);
-    o->peak_concurrency = (uint64_t)peak;
+    o->peak_concurrency = st->peak;
     return ERR_OK;
 }
 

@@ -6,8 +6,11 @@
  * its service time: prefill_tokens / prefill_tps + decode_tokens / decode_tps under assumed rates
  * (trace_stats_set_service; `odsim trace info --prefill-tps P --decode-tps D`), zero when none are
  * given, so the default peak is a lower bound of what a replay sees (one-turn sessions then live
- * for an instant). In a closed-population trace the peak is the population. Percentiles are exact (nearest rank); the
- * accumulator keeps a few numbers per turn. */
+ * for an instant). In a closed-population trace the peak is the population.
+ *
+ * Memory is bounded whatever the trace's length: percentiles come from traces/trace_sketch.h (exact,
+ * nearest rank, up to 65,536 values per distribution; past that within 0.2% relative), and the peak
+ * holds only the sessions alive at the latest arrival (sessions come in arrival order). */
 #ifndef ODSIM_TRACES_TRACE_STATS_H
 #define ODSIM_TRACES_TRACE_STATS_H
 
@@ -48,7 +51,7 @@ void trace_stats_free(trace_stats_t *st);
 /* Assumed service rates for the concurrency estimate (tokens/s per session; <= 0: not counted). Call
  * before adding sessions. */
 void trace_stats_set_service(trace_stats_t *st, double prefill_tps, double decode_tps);
-/* Accumulates one session. Errors: ERR_NOMEM. */
+/* Accumulates one session. Errors: ERR_INVAL (an arrival before the previous session's), ERR_NOMEM. */
 int trace_stats_add(trace_stats_t *st, const trace_session_t *s, err_t *e);
 /* Computes the summary of what was added (h: for the population of closed traces). */
 int trace_stats_summary(trace_stats_t *st, const trace_header_t *h, trace_summary_t *out, err_t *e);

@@ -205,6 +205,31 @@ Test(study, sweep_points_and_labels)
     study_free(s);
 }
 
+/* Opening a sweep of 100,000 points checks each axis value, building the method once per distinct
+ * method (three here), not once per point; a bad value on the last axis still fails at open, naming
+ * its point; a point runs with its own method built then. */
+Test(study, sweep_opens_without_building_every_point)
+{
+    char yaml[4096];
+    int n = snprintf(yaml, sizeof yaml, "hardware: {box: h200-1}\nmethod: {method: dense}\nrun: {duration_s: 1}\nsweep:\n"
+                     "  method: [{method: dense}, {method: fathom, budget: 56}, {method: fathom, budget: 136}]\n  run.seed: [");
+    for (int v = 1; v <= 100; v++) n += snprintf(yaml + n, sizeof yaml - (size_t)n, "%s%d", v > 1 ? "," : "", v);
+    n += snprintf(yaml + n, sizeof yaml - (size_t)n, "]\n  run.warmup_s: [");
+    for (int v = 0; v < 333; v++) n += snprintf(yaml + n, sizeof yaml - (size_t)n, "%s0", v ? "," : "");
+    snprintf(yaml + n, sizeof yaml - (size_t)n, "]\n");
+    cfg_doc_t *doc;
+    err_t e;
+    cr_assert_eq(cfg_parse_string("s.yaml", yaml, strlen(yaml), &doc, &e), 0, "%s", e.msg);
+    study_t *s;
+    cr_assert_eq(study_open_doc(doc, "s.yaml", &s, &e), 0, "%s", e.msg);
+    cr_assert_eq(study_n_points(s), 3 * 100 * 333);
+    cr_assert_eq(study_methods_built(s), 3);
+    study_free(s);
+    open_fails("hardware: {box: h200-1}\nmethod: {method: dense}\nrun: {duration_s: 10}\n"
+               "sweep: {run.seed: [1, 2], run.warmup_s: [0, 1, 10]}\n",
+               "sweep point 2 (run.seed=1 run.warmup_s=10)");
+}
+
 /* Coarse mode: alone, a coarse step takes exactly the fine step's time (its construction); shared by
  * four sessions on the real profile it stays within 15% of the fine engine's latency here (the
  * difference BENCHMARKS.md states for the stress profile is larger). */
