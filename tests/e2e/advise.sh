@@ -17,8 +17,10 @@ ranked = [r["method"] for r in d["ranked"]]
 nc = {r["method"]: r["reason"] for r in d["not_comparable"]}
 # Table 1 of the HashAttention paper gives Double Sparsity (pertoken) 62.78 at 64 bits and
 # HashAttention 64.15 at 128 per KV head: both reach 62; Quest's 2- and 4-bit pages are not
-# odsim's landmark (its min/max keys are bf16: 256 bits at page 16); no SparQ or Fathom figure.
-assert set(ranked) == {"pertoken", "hashattn"}, ranked
+# odsim's landmark (its min/max keys are bf16: 256 bits at page 16); no SparQ or Fathom figure;
+# dense (the full model's 63.55) meets this SLO too, slowest of the three.
+assert set(ranked) == {"pertoken", "hashattn", "dense"}, ranked
+assert ranked[-1] == "dense", ranked
 steps = [r["step_p50_ms"] for r in d["ranked"]]
 assert steps == sorted(steps), steps
 for r in d["ranked"]:

@@ -18,7 +18,7 @@ static const char *const profile =
     "  gather_peak_GBps: {value: 40, origin: \"fitted: t\"}\n"
     "  gather_blocks: {value: 100, origin: \"fitted: t\"}\n"
     "  gather_block_GBps: {value: 2, origin: \"fitted: t\"}\n"
-    "  gather_rows_Mps_1GiB: {value: 100, origin: \"fitted: t\"}\n"
+    "  gather_rows_Mps: {points: {1GiB: {value: 100, origin: \"fitted: t\"}}}\n"
     "  scan_mem_eff: {value: 0.5, origin: \"fitted: t\"}\n";
 
 /* The profile (with or without its platform line) carried to box/link of the committed catalogs. */
