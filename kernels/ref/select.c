@@ -132,10 +132,25 @@ void kref_sel_plan(const kref_sel_keys_t *kk, const float *q, int g, const kref_
     *active = a;
 }
 
-static int build_lsh(kref_sel_keys_t *kk, int bits, uint64_t seed)
+/* Signature bit i of x: r_i . x >= 0, accumulated in float over channels in
+ * order (projections stored channel-major, so the bits' sums run side by side). */
+static void lsh_sign(const float *proj, int bits, int d, const float *x, uint64_t *sig)
 {
-    if (kk->lsh_sig && kk->lsh_bits == bits && kk->lsh_seed == seed)
-        return 0;
+    float acc[KREF_SEL_LSH_MAX_BITS] = {0};
+    for (int j = 0; j < d; j++)
+        for (int i = 0; i < bits; i++)
+            acc[i] += proj[(size_t)j * bits + i] * x[j];
+    for (int i = 0; i < bits; i++)
+        if (acc[i] >= 0.0f)
+            sig[i / 64] |= 1ull << (i % 64);
+}
+
+int kref_sel_lsh_build(kref_sel_keys_t *kk, int bits, uint64_t seed)
+{
+    if (bits < 1 || bits > KREF_SEL_LSH_MAX_BITS)
+        return -2;
+    if (kk->lsh_sig && kk->lsh_bits >= bits && kk->lsh_seed == seed)
+        return 0;   /* bit i does not depend on how many are built */
     int d = kk->d, words = (bits + 63) / 64;
     free(kk->lsh_sig);
     free(kk->lsh_proj);
@@ -150,15 +165,9 @@ static int build_lsh(kref_sel_keys_t *kk, int bits, uint64_t seed)
     }
     for (int i = 0; i < bits; i++)
         for (int j = 0; j < d; j++)
-            kk->lsh_proj[(size_t)i * d + j] = kref_normal(seed, (uint64_t)i * d + j);
+            kk->lsh_proj[(size_t)j * bits + i] = kref_normal(seed, (uint64_t)i * d + j);
     for (size_t t = 0; t < kk->n; t++)
-        for (int i = 0; i < bits; i++) {
-            double dot = 0.0;
-            for (int j = 0; j < d; j++)
-                dot += (double)kk->lsh_proj[(size_t)i * d + j] * kk->k[t * d + j];
-            if (dot >= 0.0)
-                kk->lsh_sig[t * words + i / 64] |= 1ull << (i % 64);
-        }
+        lsh_sign(kk->lsh_proj, bits, d, kk->k + t * d, kk->lsh_sig + t * words);
     kk->lsh_bits = bits;
     kk->lsh_seed = seed;
     return 0;
@@ -265,23 +274,18 @@ static void set_scores(const kref_sel_keys_t *kk, const float *q, int g, const k
         }
         info->read_bits += 2.0 * 16.0 * d / c->page;
     } else if (c->method == KREF_SEL_LSH) {
-        int bits = c->budget_bits < 1 ? 1 : (int)c->budget_bits, words = (bits + 63) / 64;
+        int bits = (int)c->budget_bits, words = (bits + 63) / 64, stride = (kk->lsh_bits + 63) / 64;
         uint64_t qsig[KREF_SEL_LSH_MAX_BITS / 64];
+        uint64_t last = bits % 64 ? (1ull << (bits % 64)) - 1 : ~0ull;   /* the first `bits` bits */
         for (size_t t = 0; t < n; t++)
             s[t] = 0.0f;
         for (int h = 0; h < g; h++) {
             memset(qsig, 0, sizeof qsig);
-            for (int i = 0; i < bits; i++) {
-                double dot = 0.0;
-                for (int j = 0; j < d; j++)
-                    dot += (double)kk->lsh_proj[(size_t)i * d + j] * q[h * d + j];
-                if (dot >= 0.0)
-                    qsig[i / 64] |= 1ull << (i % 64);
-            }
+            lsh_sign(kk->lsh_proj, kk->lsh_bits, d, q + h * d, qsig);
             for (size_t t = 0; t < n; t++) {
                 int ham = 0;
                 for (int w = 0; w < words; w++)
-                    ham += popcount64(kk->lsh_sig[t * words + w] ^ qsig[w]);
+                    ham += popcount64((kk->lsh_sig[t * stride + w] ^ qsig[w]) & (w == words - 1 ? last : ~0ull));
                 s[t] += (float)(bits - ham);
             }
         }
@@ -318,7 +322,7 @@ int kref_sel_select(kref_sel_keys_t *kk, const float *q, int g, const kref_sel_c
     int rc = check_cfg(kk, c);
     if (rc)
         return rc;
-    if (c->method == KREF_SEL_LSH && build_lsh(kk, (int)c->budget_bits, c->seed))
+    if (c->method == KREF_SEL_LSH && kref_sel_lsh_build(kk, (int)c->budget_bits, c->seed))
         return -1;
     if (c->method == KREF_SEL_LANDMARK && build_pages(kk, c->page))
         return -1;
@@ -360,68 +364,91 @@ int kref_sel_select(kref_sel_keys_t *kk, const float *q, int g, const kref_sel_c
     return rc;
 }
 
-int kref_sel_measure(const kref_sel_keys_t *kk, const float *v, const float *q, int g,
-                     int k, int per_head, const uint32_t *sel, size_t cap, const size_t *nsel,
-                     kref_sel_metrics_t *m)
+int kref_sel_truth(const kref_sel_keys_t *kk, const float *v, const float *q, int g, int k,
+                   int per_head, kref_sel_truth_t *tr)
 {
     size_t n = kk->n;
-    int d = kk->d;
-    double *sc = malloc(n * sizeof *sc);
+    int d = kk->d, sets = per_head ? g : 1;
+    memset(tr, 0, sizeof *tr);
+    if (k < 1 || (size_t)k > n)
+        return -2;
+    *tr = (kref_sel_truth_t){g, d, k, per_head, n, NULL, NULL, NULL, v};
+    tr->p = malloc((size_t)g * n * sizeof *tr->p);
+    tr->o = calloc((size_t)g * d, sizeof *tr->o);
+    tr->top = malloc((size_t)sets * k * sizeof *tr->top);
     float *key = malloc(n * sizeof *key);
-    uint32_t *top = malloc((size_t)k * sizeof *top);
-    uint8_t *in = calloc(n, 1);
-    if (!sc || !key || !top || !in) {
-        free(sc), free(key), free(top), free(in);
-        return -1;
-    }
-    int rc = 0;
-    memset(m, 0, sizeof *m);
-    if (!per_head) {   /* the group's exact top-k, shared by its heads */
-        exact_scores(kk, q, g, key);
-        rc = kref_topk(key, n, k, top);
+    int rc = tr->p && tr->o && tr->top && key ? 0 : -1;
+    for (int set = 0; !rc && set < sets; set++) {
+        exact_scores(kk, q + (size_t)set * d, per_head ? 1 : g, key);
+        rc = kref_topk(key, n, k, tr->top + (size_t)set * k);
     }
     for (int h = 0; !rc && h < g; h++) {
-        double mx = -HUGE_VAL, z = 0.0, kept = 0.0, o[KREF_D] = {0}, os[KREF_D] = {0};
+        double *p = tr->p + (size_t)h * n, *o = tr->o + (size_t)h * d, mx = -HUGE_VAL, z = 0.0;
         for (size_t t = 0; t < n; t++) {
             double acc = 0.0;
             for (int j = 0; j < d; j++)
                 acc += (double)q[h * d + j] * kk->k[t * d + j];
-            sc[t] = acc;
+            p[t] = acc;
             mx = acc > mx ? acc : mx;
         }
-        if (per_head) {
-            exact_scores(kk, q + h * d, 1, key);
-            rc = kref_topk(key, n, k, top);
-        }
-        const uint32_t *s = sel + (per_head ? (size_t)h * cap : 0);
-        size_t ns = nsel[per_head ? h : 0];
-        memset(in, 0, n);
-        for (size_t i = 0; i < ns; i++)
-            in[s[i]] = 1;
-        int hit = 0;
-        for (int i = 0; i < k; i++)
-            hit += in[top[i]];
         for (size_t t = 0; t < n; t++) {
-            double p = exp(sc[t] - mx);
-            z += p;
-            for (int j = 0; j < d; j++)
-                o[j] += p * v[t * d + j];
-            if (in[t]) {
-                kept += p;
-                for (int j = 0; j < d; j++)
-                    os[j] += p * v[t * d + j];
-            }
+            p[t] = exp(p[t] - mx);
+            z += p[t];
         }
+        for (size_t t = 0; t < n; t++) {
+            p[t] /= z;
+            for (int j = 0; j < d; j++)
+                o[j] += p[t] * v[t * d + j];
+        }
+    }
+    free(key);
+    if (rc)
+        kref_sel_truth_free(tr);
+    return rc;
+}
+
+void kref_sel_truth_free(kref_sel_truth_t *tr)
+{
+    free(tr->p);
+    free(tr->o);
+    free(tr->top);
+    memset(tr, 0, sizeof *tr);
+}
+
+int kref_sel_measure(const kref_sel_truth_t *tr, const uint32_t *sel, size_t cap,
+                     const size_t *nsel, kref_sel_metrics_t *m)
+{
+    int d = tr->d;
+    uint8_t *in = calloc(tr->n, 1);
+    if (!in)
+        return -1;
+    memset(m, 0, sizeof *m);
+    for (int h = 0; h < tr->g; h++) {
+        int set = tr->per_head ? h : 0;
+        const uint32_t *s = sel + (size_t)set * cap, *top = tr->top + (size_t)set * tr->k;
+        const double *p = tr->p + (size_t)h * tr->n, *o = tr->o + (size_t)h * d;
+        double kept = 0.0, os[KREF_D] = {0};
+        for (size_t i = 0; i < nsel[set]; i++) {
+            in[s[i]] = 1;
+            kept += p[s[i]];
+            for (int j = 0; j < d; j++)
+                os[j] += p[s[i]] * tr->v[(size_t)s[i] * d + j];
+        }
+        int hit = 0;
+        for (int i = 0; i < tr->k; i++)
+            hit += in[top[i]];
+        for (size_t i = 0; i < nsel[set]; i++)
+            in[s[i]] = 0;
         double num = 0.0, den = 0.0;
         for (int j = 0; j < d; j++) {
-            double a = kept > 0.0 ? os[j] / kept : 0.0, b = o[j] / z;
-            num += (a - b) * (a - b);
-            den += b * b;
+            double a = kept > 0.0 ? os[j] / kept : 0.0;
+            num += (a - o[j]) * (a - o[j]);
+            den += o[j] * o[j];
         }
-        m->recall += (double)hit / k / g;
-        m->kept_mass += kept / z / g;
-        m->attn_error += (den > 0.0 ? sqrt(num / den) : sqrt(num)) / g;
+        m->recall += (double)hit / tr->k / tr->g;
+        m->kept_mass += kept / tr->g;
+        m->attn_error += (den > 0.0 ? sqrt(num / den) : sqrt(num)) / tr->g;
     }
-    free(sc), free(key), free(top), free(in);
-    return rc;
+    free(in);
+    return 0;
 }

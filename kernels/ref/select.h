@@ -24,7 +24,8 @@
  *             best pages, every token in them (2 * 16 * d / P bits a token).
  *   lsh       signed random projections: B hyperplanes r_i ~ N(0, I_d)
  *             (kref_normal(seed, i * d + j)), bit i of a vector x is
- *             r_i . x >= 0; score = B - Hamming(sig(k), sig(q)). Not
+ *             r_i . x >= 0 (summed in float over j in order); score =
+ *             B - Hamming(sig(k), sig(q)), per query head. Not
  *             HashAttention, whose signature networks are learned.
  * sigma_j^2 is channel j's variance over the n keys given.
  *
@@ -104,6 +105,12 @@ float kref_sel_read(const kref_sel_keys_t *kk, size_t token, int chan, int t);
 void kref_sel_plan(const kref_sel_keys_t *kk, const float *q, int g, const kref_sel_cfg_t *c,
                    uint8_t *depth, int *planes, int *active);
 
+/* Builds (or keeps, when at least `bits` are built with seed) the keys' LSH
+ * signatures; lsh selections of up to that many bits then reuse them, since
+ * bit i depends on projection i alone. Returns 0, -1 when out of memory, -2
+ * for bits outside 1..KREF_SEL_LSH_MAX_BITS. */
+int kref_sel_lsh_build(kref_sel_keys_t *kk, int bits, uint64_t seed);
+
 /* What one selection read: bits per token of its index (scales included),
  * and for sparq and fathom the mean over plans of plane bits and channels. */
 typedef struct {
@@ -126,12 +133,30 @@ typedef struct {
     double recall, kept_mass, attn_error;
 } kref_sel_metrics_t;
 
-/* The metrics above for a selection made by kref_sel_select (sel, cap, nsel,
- * the scope per_head), against the exact top-k, with values v (n x d).
- * Returns 0 or -1 when out of memory. */
-int kref_sel_measure(const kref_sel_keys_t *kk, const float *v, const float *q, int g,
-                     int k, int per_head, const uint32_t *sel, size_t cap, const size_t *nsel,
-                     kref_sel_metrics_t *m);
+/* What a step's selections are measured against, computed once per step:
+ * per query head the softmax p over all n tokens and the dense output o, and
+ * the exact top-k at the scope (one set, or one per query head). */
+typedef struct {
+    int g, d, k, per_head;
+    size_t n;
+    double *p;           /* g x n */
+    double *o;           /* g x d */
+    uint32_t *top;       /* (per_head ? g : 1) x k */
+    const float *v;      /* n x d values, not owned */
+} kref_sel_truth_t;
+
+/* The truth of step q (g x d) with values v (n x d, kept by pointer), k
+ * (1..n) and the scope. Returns 0, -1 when out of memory, -2 for k outside
+ * 1..n. */
+int kref_sel_truth(const kref_sel_keys_t *kk, const float *v, const float *q, int g, int k,
+                   int per_head, kref_sel_truth_t *tr);
+
+void kref_sel_truth_free(kref_sel_truth_t *tr);
+
+/* The metrics above for a selection made by kref_sel_select (sel, cap, nsel)
+ * at the truth's scope. Returns 0 or -1 when out of memory. */
+int kref_sel_measure(const kref_sel_truth_t *tr, const uint32_t *sel, size_t cap,
+                     const size_t *nsel, kref_sel_metrics_t *m);
 
 #ifdef __cplusplus
 }

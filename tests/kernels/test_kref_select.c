@@ -83,7 +83,10 @@ Test(select, metrics_match_brute_force)
             size_t cap = kref_sel_cap(&kk, &c);
             cr_assert_eq(kref_sel_select(&kk, q, G, &c, sel, nsel, NULL), 0);
             kref_sel_metrics_t got, want;
-            cr_assert_eq(kref_sel_measure(&kk, v, q, G, 7, c.per_head, sel, cap, nsel, &got), 0);
+            kref_sel_truth_t tr;
+            cr_assert_eq(kref_sel_truth(&kk, v, q, G, 7, c.per_head, &tr), 0);
+            cr_assert_eq(kref_sel_measure(&tr, sel, cap, nsel, &got), 0);
+            kref_sel_truth_free(&tr);
             brute_metrics(k, v, q, N, D, G, 7, c.per_head, sel, cap, nsel, &want);
             cr_assert_float_eq(got.recall, want.recall, 1e-9, "method %d: recall", ms[mi]);
             cr_assert_float_eq(got.kept_mass, want.kept_mass, 1e-9, "method %d: mass", ms[mi]);
@@ -105,17 +108,20 @@ Test(select, exact_has_recall_one_and_dense_no_error)
     for (int per_head = 0; per_head < 2; per_head++) {
         kref_sel_cfg_t c = {KREF_SEL_EXACT, 32, 0, 0, per_head, 0};
         kref_sel_metrics_t m;
+        kref_sel_truth_t tr;
+        cr_assert_eq(kref_sel_truth(&kk, v, q, G, 32, per_head, &tr), 0);
         cr_assert_eq(kref_sel_select(&kk, q, G, &c, sel, nsel, NULL), 0);
-        cr_assert_eq(kref_sel_measure(&kk, v, q, G, 32, per_head, sel, 32, nsel, &m), 0);
+        cr_assert_eq(kref_sel_measure(&tr, sel, 32, nsel, &m), 0);
         cr_assert_float_eq(m.recall, 1.0, 1e-12);
         cr_assert(m.kept_mass < 1.0 && m.attn_error > 0.0);
         c.method = KREF_SEL_DENSE;
         cr_assert_eq(kref_sel_select(&kk, q, G, &c, sel, nsel, NULL), 0);
         cr_assert_eq(nsel[0], (size_t)N);
-        cr_assert_eq(kref_sel_measure(&kk, v, q, G, 32, per_head, sel, N, nsel, &m), 0);
+        cr_assert_eq(kref_sel_measure(&tr, sel, N, nsel, &m), 0);
         cr_assert_float_eq(m.recall, 1.0, 1e-12);
         cr_assert_float_eq(m.kept_mass, 1.0, 1e-12);
         cr_assert_float_eq(m.attn_error, 0.0, 1e-12);
+        kref_sel_truth_free(&tr);
     }
     kref_sel_keys_free(&kk);
     free(k), free(v), free(sel);
@@ -261,14 +267,17 @@ static void more_bits_never_worse(kref_sel_method_t method, const double *budget
         for (int qi = 0; qi < Q; qi++) {
             for (int i = 0; i < G * D; i++)
                 q[i] = 8.0f * kref_normal(5000 + s * Q + qi, (uint64_t)i) / sqrtf((float)D);
+            kref_sel_truth_t tr;
+            cr_assert_eq(kref_sel_truth(&kk, v, q, G, K, 0, &tr), 0);
             for (int b = 0; b < nb; b++) {
                 kref_sel_cfg_t c = {method, K, budgets[b], 0, 0, (uint64_t)s};
                 size_t nsel;
                 kref_sel_metrics_t m;
                 cr_assert_eq(kref_sel_select(&kk, q, G, &c, sel, &nsel, NULL), 0);
-                cr_assert_eq(kref_sel_measure(&kk, v, q, G, K, 0, sel, K, &nsel, &m), 0);
+                cr_assert_eq(kref_sel_measure(&tr, sel, K, &nsel, &m), 0);
                 rec[b][s * Q + qi] = m.recall;
             }
+            kref_sel_truth_free(&tr);
         }
         kref_sel_keys_free(&kk);
     }
@@ -296,3 +305,48 @@ Test(select, more_bits_pertoken) { more_bits_never_worse(KREF_SEL_PERTOKEN, (dou
 Test(select, more_bits_sparq) { more_bits_never_worse(KREF_SEL_SPARQ, (double[]){17, 34, 68, 136}, 4); }
 Test(select, more_bits_fathom) { more_bits_never_worse(KREF_SEL_FATHOM, (double[]){12, 24, 48, 96}, 4); }
 Test(select, more_bits_lsh) { more_bits_never_worse(KREF_SEL_LSH, (double[]){16, 64, 256}, 3); }
+
+/* LSH selects the top-k of B - Hamming over signatures computed here from
+ * the projections' definition, whether its signatures were built at B bits or
+ * at more (a prefix is reused). */
+Test(select, lsh_against_brute_force_and_prefix_reuse)
+{
+    enum { N = 200, D = 16, G = 2, K = 10 };
+    float k[N * D], v[N * D], q[G * D];
+    fill(77, N, D, G, 2.0f, k, q, v);
+    for (int bits = 8; bits <= 96; bits += 44) {
+        double score[N] = {0};
+        for (int h = 0; h < G; h++)
+            for (int i = 0; i < bits; i++) {
+                float aq = 0.0f;
+                for (int j = 0; j < D; j++)
+                    aq += kref_normal(5, (uint64_t)i * D + j) * q[h * D + j];
+                for (int t = 0; t < N; t++) {
+                    float ak = 0.0f;
+                    for (int j = 0; j < D; j++)
+                        ak += kref_normal(5, (uint64_t)i * D + j) * k[t * D + j];
+                    score[t] += (ak >= 0.0f) == (aq >= 0.0f);
+                }
+            }
+        for (int pre = 0; pre < 2; pre++) {
+            kref_sel_keys_t kk;
+            cr_assert_eq(kref_sel_keys_init(&kk, k, N, D, NULL, 0), 0);
+            if (pre)
+                cr_assert_eq(kref_sel_lsh_build(&kk, 200, 5), 0);
+            kref_sel_cfg_t c = {KREF_SEL_LSH, K, bits, 0, 0, 5};
+            uint32_t sel[K];
+            size_t nsel;
+            cr_assert_eq(kref_sel_select(&kk, q, G, &c, sel, &nsel, NULL), 0);
+            double kth = HUGE_VAL;   /* every selected score is >= every unselected one */
+            int in[N] = {0};
+            for (int i = 0; i < K; i++) {
+                in[sel[i]] = 1;
+                kth = fmin(kth, score[sel[i]]);
+            }
+            for (int t = 0; t < N; t++)
+                cr_assert(in[t] || score[t] <= kth, "bits %d prefix %d: token %d scores %g > %g", bits, pre, t,
+                          score[t], kth);
+            kref_sel_keys_free(&kk);
+        }
+    }
+}
