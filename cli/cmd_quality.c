@@ -117,8 +117,8 @@ static void directions(const qest_row_t *rows, size_t n, size_t entries, directi
         }
         double fe = mean_of(f, &f->attn_error), se = mean_of(s, &s->attn_error);
         snprintf(dir[0].odsim, sizeof dir[0].odsim,
-                 "fathom %.4f vs sparq %.4f; fathom lower in %d of %zu (layer, KV head)s, by up to %.2fx", fe, se, lower,
-                 entries, best);
+                 "fathom %.4f vs sparq %.4f; fathom lower in %d of %zu (layer, KV head)s; sparq/fathom error ratio up to %.2f",
+                 fe, se, lower, entries, best);
         dir[0].verdict = fe < se && 2 * lower > (int)entries ? "agree" : "disagree";
     }
     dir[1] = (direction_t){"fathom bits reaching pertoken 136's attention error",

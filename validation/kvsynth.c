@@ -21,6 +21,8 @@ static const cfg_param_t table[] = {
     P("rope_base", CFG_T_DOUBLE, rope_base, "1e6", 1, 1e12, "RoPE base: pair j rotates by position x base^(-2j/d) radians"),
     P("layer_log_sd", CFG_T_DOUBLE, layer_log_sd, "0.25", 0, 5,
       "per-layer variation: sd of the log of each channel's scale factor, per layer and KV head"),
+    P("token_corr", CFG_T_DOUBLE, token_corr, "0", 0, 0.999,
+      "correlation of neighbouring tokens' keys before RoPE (AR(1) per channel): the locality pages use"),
     P("group_corr", CFG_T_DOUBLE, group_corr, "0.5", 0, 1, "correlation of a step's query heads within a group"),
     P("query_align", CFG_T_DOUBLE, query_align, "0", 0, 2,
       "query channel sd = key channel sd ^ query_align (0: isotropic queries, as the planner assumes)"),
@@ -45,12 +47,12 @@ void kvsynth_summary(const kvsynth_params_t *p, char *buf, size_t size)
 {
     snprintf(buf, size,
              "d=%lld, %lld tokens, %lld layers x %lld KV heads, group %lld, %lld steps; channel variance "
-             "log-normal sd %.2f with outliers x%g every %lld channels, layer_log_sd %g, RoPE base %g, "
+             "log-normal sd %.2f with outliers x%g every %lld channels, layer_log_sd %g, token_corr %g, RoPE base %g, "
              "group_corr %g, query_align %g, score_sd %g; values N(0,1); seed %lld",
              (long long)p->head_dim, (long long)p->tokens, (long long)p->layers, (long long)p->kv_heads,
              (long long)p->group, (long long)p->steps, FATHOM_DEFAULT_LOG_SD, FATHOM_DEFAULT_OUTLIER_FACTOR,
              (long long)(p->head_dim / FATHOM_DEFAULT_OUTLIERS > 0 ? p->head_dim / FATHOM_DEFAULT_OUTLIERS : 1),
-             p->layer_log_sd, p->rope_base, p->group_corr, p->query_align, p->score_sd, (long long)p->seed);
+             p->layer_log_sd, p->token_corr, p->rope_base, p->group_corr, p->query_align, p->score_sd, (long long)p->seed);
 }
 
 /* Rotates x (d floats) in place to position pos: pairs (j, j + d/2). */
@@ -85,9 +87,12 @@ int kvsynth_head(const kvsynth_params_t *p, int layer, int head, float *k, float
         int o = j < d / 2 ? j + d / 2 : j - d / 2;
         post[j] = 0.5 * (sd[j] * sd[j] + sd[o] * sd[o]);
     }
+    double x[128], phi = p->token_corr, innov = sqrt(1 - phi * phi);
     for (size_t t = 0; !rc && t < n; t++) {
         for (int j = 0; j < d; j++) {
-            k[t * d + j] = (float)(sd[j] * gsl_ran_gaussian_ziggurat(r, 1.0));
+            double z = gsl_ran_gaussian_ziggurat(r, 1.0);
+            x[j] = t ? phi * x[j] + innov * z : z;   /* stationary AR(1): variance 1 at every t */
+            k[t * d + j] = (float)(sd[j] * x[j]);
             v[t * d + j] = (float)gsl_ran_gaussian_ziggurat(r, 1.0);
         }
         rope(k + t * d, d, (double)t, p->rope_base);

@@ -7,8 +7,9 @@
  *    channels, log-sd 0.75, every 16th of 128 channels an outlier ×16);
  *  - per-layer variation: in each (layer, KV head) channel j's standard deviation is multiplied by
  *    exp(layer_log_sd · z), z ~ N(0, 1) drawn per layer, head and channel;
- *  - keys: k̃_t = σ ⊙ x_t, x_t ~ N(0, I) per token, zero mean (no attention sink, no recency: every
- *    token is a priori alike);
+ *  - keys: k̃_t = σ ⊙ x_t, zero mean, x_t = φ x_{t−1} + √(1−φ²) ε_t with ε_t ~ N(0, I) and
+ *    φ = token_corr (locality between neighbouring tokens; 0 by default: every token a priori alike,
+ *    no attention sink, no recency);
  *  - rotary structure: k_t = R(t) k̃_t, channels j and j + d/2 rotating by t·θ_j, θ_j =
  *    rope_base^(−2j/d) (the rotate-half convention); queries at position n (the next token) likewise;
  *  - queries: group query heads per KV head (GQA) and `steps` decode steps; head h of step s is
@@ -36,6 +37,7 @@ typedef struct kvsynth_params {
     int64_t steps;
     double rope_base;
     double layer_log_sd;
+    double token_corr;
     double group_corr;
     double query_align;
     double score_sd;

@@ -220,3 +220,28 @@ Test(kvsynth, declared_statistics)
     cr_assert_float_eq(cross / self, 0.6, 0.08, "group correlation %g", cross / self);
     free(k), free(v), free(q);
 }
+
+/* token_corr: neighbouring tokens' un-rotated keys correlate by it, each channel keeping its variance. */
+Test(kvsynth, token_locality)
+{
+    kvsynth_params_t p = params("{tokens: 4096, layer_log_sd: 0, steps: 1, token_corr: 0.8, head_dim: 8, rope_base: 1}");
+    int d = 8;
+    size_t n = 4096;
+    float *k = malloc(4 * n * d), *v = malloc(4 * n * d), q[4 * 8];
+    err_t e;
+    cr_assert_eq(kvsynth_head(&p, 0, 0, k, q, v, &e), 0, "%s", e.msg);
+    double s2[8];
+    fathom_profile_default(d, s2, &e);
+    for (int j = 0; j < d / 2; j++) {   /* rope_base 1: every pair turns by t radians; undo it */
+        double var = 0, lag = 0, prev = 0;
+        for (size_t t = 0; t < n; t++) {
+            double y = k[t * d + j] * cos((double)t) + k[t * d + j + d / 2] * sin((double)t);
+            var += y * y / n;
+            lag += t ? y * prev / (n - 1) : 0;
+            prev = y;
+        }
+        cr_assert_float_eq(var / s2[j], 1.0, 0.15, "channel %d variance %g vs %g", j, var, s2[j]);
+        cr_assert_float_eq(lag / var, 0.8, 0.05, "channel %d lag-1 correlation %g", j, lag / var);
+    }
+    free(k), free(v);
+}
