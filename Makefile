@@ -207,7 +207,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	@mkdir -p build/fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
-	  srcs="$$(for m in $(MODULES); do ls $$m/*.c $$m/*/*.c 2>/dev/null; done) $(PROTO_C)"; \
+	  srcs="$$(for m in $(MODULES); do ls $$m/*.c $$m/*/*.c 2>/dev/null || true; done) $(PROTO_C)"; \
 	  clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. -Ibuild/gen -DODSIM_VERSION=\"$(VERSION)\" \
 	    tests/fuzz/$$t.c $$srcs $(CLI_SRCS) $(KREF_SRCS) build/gen/cmdtab.c build/gen/version.c \
 	    -o build/fuzz/$$t $(LDLIBS); \
