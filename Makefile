@@ -115,15 +115,18 @@ build/$(1)/libkref.a: $$(patsubst %.c,build/$(1)/obj/%.o,$(KREF_SRCS))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@ && ar rcs $$@ $$^
 
+# odsim quality links the C references of the kernels' selection (kernels/ref/select.h)
 build/$(1)/odsim: build/$(1)/obj/cli/main.o $$(patsubst %.c,build/$(1)/obj/%.o,$(CLI_SRCS)) \
-                  build/$(1)/obj/build/gen/cmdtab.o $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a)
+                  build/$(1)/obj/build/gen/cmdtab.o $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) build/$(1)/libkref.a
 	@echo "  LD [$(1)] $$@"
-	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) $$(LDLIBS)
+	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) \
+	    build/$(1)/libkref.a $$(LDLIBS)
 
 # One Criterion binary per tests/<dir>; tests/cli links the CLI objects too.
 $(foreach t,$(TEST_DIRS),
 build/$(1)/tests/test_$(t): $$(patsubst %.c,build/$(1)/obj/%.o,$$(wildcard tests/$(t)/*.c)) \
       $$(if $$(filter cli,$(t)),$$(patsubst %.c,build/$(1)/obj/%.o,$(CLI_SRCS)) build/$(1)/obj/build/gen/cmdtab.o) \
+      $$(if $$(filter cli,$(t)),build/$(1)/libkref.a) \
       $$(if $$(filter kernels,$(t)),build/$(1)/libkref.a,$$(foreach m,$$(or $$(TESTLIBS_$(t)),$$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a))
 	@mkdir -p $$(dir $$@)
 	@echo "  LD [$(1)] $$@"
@@ -229,9 +232,9 @@ bench: all
 fuzz: deps $(PROTO_H) build/gen/cmdtab.c build/gen/version.c
 	@mkdir -p build/fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
-	  srcs="$$(for m in $(MODULES); do ls $$m/*.c $$m/*/*.c 2>/dev/null; done) $(PROTO_C)"; \
+	  srcs="$$(for m in $(MODULES); do ls $$m/*.c $$m/*/*.c 2>/dev/null || true; done) $(PROTO_C)"; \
 	  clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. -Ibuild/gen -DODSIM_VERSION=\"$(VERSION)\" \
-	    tests/fuzz/$$t.c $$srcs $(CLI_SRCS) build/gen/cmdtab.c build/gen/version.c \
+	    tests/fuzz/$$t.c $$srcs $(CLI_SRCS) $(KREF_SRCS) build/gen/cmdtab.c build/gen/version.c \
 	    -o build/fuzz/$$t $(LDLIBS); \
 	  mkdir -p build/fuzz/corpus_$$t; \
 	  seeds=""; for d in tests/fuzz/seeds/$$t tests/fuzz/corpus/$$t; do if [ -d $$d ]; then seeds="$$seeds $$d"; fi; done; \

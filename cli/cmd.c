@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int cmd_fail(const char *name, const char *fmt, ...)
@@ -28,3 +29,12 @@ int cmd_usage_error(const cmd_t *c, const char *fmt, ...)
 }
 
 int cmd_is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-h"); }
+
+int cmd_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}

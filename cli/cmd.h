@@ -21,5 +21,7 @@ int cmd_fail(const char *name, const char *fmt, ...) __attribute__((format(print
 int cmd_usage_error(const cmd_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when s is "--help" or "-h". */
 int cmd_is_help(const char *s);
+/* Parses s as a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched). */
+int cmd_parse_long(const char *s, long lo, long hi, long *out);
 
 #endif

@@ -44,14 +44,6 @@ typedef struct run_args {
     uint32_t timeline_plans;
 } run_args_t;
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
 
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
@@ -70,13 +62,13 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         else if (!strcmp(o, "--out") && has_val) a->out = argv[++i];
         else if (!strcmp(o, "--timeline") && has_val) a->timeline = argv[++i];
         else if (!strcmp(o, "--replications") && has_val) {
-            if (parse_long(argv[++i], 1, 1000, &v)) return cmd_usage_error(&cmd_run, "--replications: expected 1..1000, got '%s'", argv[i]);
+            if (cmd_parse_long(argv[++i], 1, 1000, &v)) return cmd_usage_error(&cmd_run, "--replications: expected 1..1000, got '%s'", argv[i]);
             a->replications = (int)v;
         } else if (!strcmp(o, "--timeline-plans") && has_val) {
-            if (parse_long(argv[++i], 1, 100000, &v)) return cmd_usage_error(&cmd_run, "--timeline-plans: expected 1..100000, got '%s'", argv[i]);
+            if (cmd_parse_long(argv[++i], 1, 100000, &v)) return cmd_usage_error(&cmd_run, "--timeline-plans: expected 1..100000, got '%s'", argv[i]);
             a->timeline_plans = (uint32_t)v;
         } else if (!strcmp(o, "--point") && has_val) {
-            if (parse_long(argv[++i], 0, 1000000, &v)) return cmd_usage_error(&cmd_run, "--point: expected a point index, got '%s'", argv[i]);
+            if (cmd_parse_long(argv[++i], 0, 1000000, &v)) return cmd_usage_error(&cmd_run, "--point: expected a point index, got '%s'", argv[i]);
             a->point = v;
         } else if (o[0] == '-' && o[1]) return cmd_usage_error(&cmd_run, "unknown option or missing value: '%s'", o);
         else if (a->scenario) return cmd_usage_error(&cmd_run, "one scenario at a time (got '%s' and '%s')", a->scenario, o);
