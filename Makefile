@@ -160,7 +160,7 @@ TEST_BINS_san := $(foreach t,$(TEST_DIRS),build/san/tests/test_$(t))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY  := $(foreach t,$(FUZZ_TARGETS),build/san/fuzz/$(t))
 build/san/fuzz/%: build/san/obj/tests/fuzz/%.o build/san/obj/tests/fuzz/replay.o $(patsubst %.c,build/san/obj/%.o,$(CLI_SRCS)) \
-                  build/san/obj/build/gen/cmdtab.o $(foreach m,$(LIBDEPS_cli),build/san/lib$(m).a)
+                  build/san/obj/build/gen/cmdtab.o $(foreach m,$(LIBDEPS_cli),build/san/lib$(m).a) build/san/libkref.a
 	@mkdir -p $(dir $@)
 	@echo "  LD [san] $@"
 	@$(CC) $(MODE_san_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
