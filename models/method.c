@@ -11,6 +11,7 @@ static const char *const select_names[] = {"kv_head", "query_head", "shared", "d
 static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
 static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
+const char *const method_index_layout_names[] = {"contiguous", "chunked", "default", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
@@ -44,7 +45,11 @@ static const cfg_param_t method_params[] = {
     P_("winners", CFG_T_ENUM, winners, "repeat", 1, 0, winners_names,
        "SM winner fetch: winners mostly the last step's (repeat: their address translations cached from the step before) or all new each step (new: every row a first touch, slower past 512 MiB)"),
     P_("index_fetch", CFG_T_ENUM, index_fetch, "auto", 1, 0, index_fetch_names,
-       "index fetch: SM gather, or copy engine (contiguous; for per-query planes one 2D copy per KV head and channel); auto: sm for sparq and fathom, else ce"),
+       "index fetch: SM gather, or copy engine (contiguous runs; per-query planes: one batched copy of the plane runs, or with index_layout chunked one 2D copy per KV head and channel); auto: for sparq and fathom the faster of the two for the layout, else ce"),
+    P_("index_layout", CFG_T_ENUM, index_layout, "default", 1, 0, method_index_layout_names,
+       "channel-major index (sparq, fathom) on the host: contiguous (each layer, KV head, channel and plane one run reserved for max_context; a flush a strided 2D copy per layer and KV head) or chunked (channel-major within each flushed chunk of T tokens); default: contiguous"),
+    P_("max_context", CFG_T_INT, max_context, "0", 0, 1e12, NULL,
+       "contiguous index layout: tokens each run is reserved for, the session's maximum context (counted in the footprint); 0: the context at hand"),
     P_("prefill", CFG_T_ENUM, prefill, "exact", 1, 0, prefill_names, "prefill chunks: exact (all K/V) or sparse (scan per chunk)"),
     P_("prefill_union", CFG_T_DOUBLE, prefill_union, "8", 1, 1e9, NULL,
        "sparse prefill: rows per KV head per chunk in units of k (assumed)"),
@@ -205,6 +210,11 @@ static int resolve_selection(method_t *mt, err_t *e)
     }
     if (c->chunk % 64)
         return err_set(e, ERR_INVAL, "chunk %lld: a chunk holds whole 64-token scale blocks (a multiple of 64)", (long long)c->chunk);
+    /* only a channel-major index (read by per-query channel prefixes) has a layout to choose */
+    if (mt->cfg.index_layout == INDEX_LAYOUT_DEFAULT) mt->cfg.index_layout = INDEX_CONTIGUOUS;
+    else if (!ops->query_dependent && mt->cfg.index_layout == INDEX_CHUNKED)
+        return err_set(e, ERR_INVAL, "index_layout chunked stores a channel-major index chunk by chunk: %s keeps %s", ops->name,
+                       ops->reads_all ? "no index" : "its index token-major, one run per head");
     if (c->k_from_planes && ops->reads_all)
         return err_set(e, ERR_INVAL, "k_from_planes: %s reads every K row, there are no winners", ops->name);
     if ((c->plane_bits || c->n_key_variances) && !ops->planner)
@@ -235,7 +245,8 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
     if (!mt) return err_set(e, ERR_NOMEM, "method: out of memory");
     mt->cfg = *cfg;
     mt->ops = method_ops_at(cfg->method);
-    if (mt->ops && mt->cfg.index_fetch == FETCH_AUTO) mt->cfg.index_fetch = mt->ops->index_fetch;
+    /* auto stays for per-query planes: the provider picks the faster path per layer */
+    if (mt->ops && mt->cfg.index_fetch == FETCH_AUTO && !mt->ops->query_dependent) mt->cfg.index_fetch = mt->ops->index_fetch;
     snprintf(mt->placement, sizeof mt->placement, "%s", cfg->placement ? cfg->placement : "host");
     mt->cfg.placement = mt->placement;
     mt->m = *m;
@@ -315,19 +326,40 @@ uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t ne
     return ((context + new_tokens) / T - context / T) * T;
 }
 
+double method_offloaded_tokens(const method_t *mt, uint64_t context)
+{
+    return fmax(0.0, (double)context - (double)mt->cfg.window);
+}
+
+double method_dense_tokens(const method_t *mt, uint64_t context)
+{
+    return (double)context - method_offloaded_tokens(mt, context);
+}
+
+/* whether the index is channel-major in runs reserved for the whole session */
+static bool contiguous_planes(const method_t *mt)
+{
+    return mt->ops->query_dependent && mt->cfg.index_layout == INDEX_CONTIGUOUS;
+}
+
+double method_index_span_tokens(const method_t *mt, double n_off)
+{
+    return contiguous_planes(mt) ? fmax(n_off, (double)mt->cfg.max_context - (double)mt->cfg.window) : n_off;
+}
+
 void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_tokens, bool prefill,
                   method_layer_t *o)
 {
     const method_cfg_t *c = &mt->cfg;
     const llm_t *m = &mt->m;
     double H = m->kv_heads, Hq = m->q_heads, G = llm_group(m), d = m->head_dim;
-    double W = (double)c->window, n = (double)context, nt = new_tokens;
+    double nt = new_tokens;
     memset(o, 0, sizeof *o);
-    double n_off = fmax(0.0, n - W);
+    double n_off = method_offloaded_tokens(mt, context);
     o->n_off = n_off;
     double row = method_kv_row_bytes(mt);          /* K + V per token per KV head on the host */
     double dense_row = 2.0 * d * mt->e;
-    double tail_tokens = fmin(n, W) + nt;
+    double tail_tokens = method_dense_tokens(mt, context) + nt;   /* the window */
     o->tail_hbm_bytes = tail_tokens * H * 2.0 * d * 2.0;
     o->tail_flops = 4.0 * d * Hq * tail_tokens * nt;
     bool reads_all = mt->ops->reads_all;
@@ -340,10 +372,20 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     double sh_bits, sb_bits;
     split_bits(mt, layer, true, &sh_bits, &sb_bits);
     bool kv_hbm = c->kv_placement == KV_HBM;
+    int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
     if (tf > 0) {
         double kv = kv_hbm ? 0 : reads_all ? dense_row : row;
+        double kv_pieces = kv_hbm ? 0 : mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head;
         o->flush_bytes = tf * H * (kv + sh_bits / 8.0);
-        o->flush_pieces = (kv_hbm ? 0 : mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) + (sh_bits > 0 ? H : 0);
+        if (sh_bits > 0 && contiguous_planes(mt)) {
+            /* a row into each host plane and each channel's scales (bf16 channels: a row each) */
+            o->flush_index_bytes = tf * H * sh_bits / 8.0;
+            o->flush_index_copies = H;
+            o->flush_index_rows = H * (mt->ix.planes ? method_plane_pieces(d, t) : d);
+            o->flush_pieces = kv_pieces + o->flush_index_rows;
+        } else {
+            o->flush_pieces = kv_pieces + (sh_bits > 0 ? H : 0);
+        }
         if (!reads_all) o->quantize_bytes = tf * H * (d * 2.0 + (sh_bits + sb_bits) / 8.0);
     }
 
@@ -361,9 +403,8 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->index_host_bytes = host_bits * n_off * H / 8.0;
     o->index_hbm_bytes = hbm_bits * n_off * H / 8.0;
     o->hbm_index = host_bits == 0;
-    int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
     o->index_pieces = (host_bits > 0 && n_off > 0) ? H * mt->ops->index_pieces(&mt->ix, c, m, n_off, t, prefill) : 0;
-    o->index_region_bytes = sh_bits * n_off * H / 8.0;
+    o->index_region_bytes = sh_bits * method_index_span_tokens(mt, n_off) * H / 8.0;
     o->scan_flops = 2.0 * G * (o->index_host_bytes + o->index_hbm_bytes) * nt;
 
     /* top-k and the winners */

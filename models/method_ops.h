@@ -48,8 +48,8 @@ typedef struct method_ops {
      * ERR_INVAL, ERR_RANGE (the budget or a method key out of what the method reads), ERR_NOMEM. */
     int (*resolve)(const method_cfg_t *cfg, const llm_t *m, double kv_bytes, method_index_t *ix, err_t *e);
     /* Pieces per KV head of a host index read over n_off offloaded tokens, the first t planes in HBM
-     * (placement planes:t, else 0), by a decode step or (prefill) a prefill chunk; NULL when
-     * reads_all. */
+     * (placement planes:t, else 0), by a decode step or (prefill) a prefill chunk, in the layout
+     * cfg->index_layout (resolved); NULL when reads_all. */
     double (*index_pieces)(const method_index_t *ix, const method_cfg_t *cfg, const llm_t *m, double n_off, int t,
                            bool prefill);
     /* Index bits per token per KV head a decode step reads of the planes past the first t (t ≥ 1);
@@ -67,6 +67,10 @@ const method_index_t *method_index(const method_t *mt);
 /* Bits per token per KV head of `channels` channels of 4-bit planes past the first t (the scales with
  * them when t = 0). */
 double method_plane_bits(double channels, int t);
+
+/* Runs per KV head of `channels` channels of a contiguous 4-bit plane index past the first t planes:
+ * a plane each, and the channel's scales (one run per channel) when t = 0. */
+double method_plane_pieces(double channels, int t);
 
 /* The budget rule of a method whose index the model fixes at `fixed` bits (`what`: what besides the
  * model fixes it, "" for nothing): budget 0 or `fixed`. Errors: ERR_INVAL naming both. */

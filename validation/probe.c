@@ -172,14 +172,16 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     bool kernels_win_hbm = r->op == OPKIND_WINNER_FETCH && !strcmp(r->suite, "kernels") && !strcmp(r->placement, "hbm");
     if (!strcmp(r->placement, "hbm_all") || kernels_win_hbm)
         fputs(", kv_placement: hbm", fp);
-    /* The concurrency suite fetches Fathom's and SparQ's planes with the SM (its CSV header says so). */
+    /* kbench stores Fathom's and SparQ's planes channel-major within each chunk of T tokens, and
+     * fetches them with its SM prefix kernel unless a row names the copy engine (the concurrency
+     * suite's header says SM; the kernels suite names the path in its variant, sm or ce2d) */
     bool planes = ops->query_dependent;
-    /* The kernels suite names an index fetch's path in its variant (sm, ce2d). */
     bool fetch_row = r->op == OPKIND_INDEX_FETCH && !strcmp(r->suite, "kernels");
-    if (strstr(r->policy, "fetch:sm") || (planes && !strcmp(r->suite, "concurrency")) || (fetch_row && !strcmp(r->variant, "sm")))
+    if (planes) fputs(", index_layout: chunked", fp);
+    bool ce = strstr(r->policy, "fetch:ce") || (fetch_row && !strcmp(r->variant, "ce2d"));
+    if (ce) fputs(", index_fetch: ce", fp);
+    else if (strstr(r->policy, "fetch:sm") || planes || (fetch_row && !strcmp(r->variant, "sm")))
         fputs(", index_fetch: sm", fp);
-    else if (strstr(r->policy, "fetch:ce") || (fetch_row && !strcmp(r->variant, "ce2d")))
-        fputs(", index_fetch: ce", fp);
     fputs("}\n", fp);
     /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N". */
     char mode[32];

@@ -23,12 +23,8 @@ static void plan_sums(const char *model, const char *yaml, uint64_t ctx, uint32_
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, model);
     err_t e;
-    provider_t *p = th_provider(&t, yaml);
     plan_t plan;
-    plan_init(&plan);
-    plan_request_t req = {ph, ctx, new_tokens, 0};
-    cr_assert_eq(provider_build(p, t.sim, 0, &req, &plan, &e), 0, "%s", e.msg);
-    cr_assert_eq(plan_validate(&plan, &e), 0, "%s", e.msg);
+    provider_t *p = th_plan(&t, yaml, ph, ctx, new_tokens, &plan);
     memset(s, 0, sizeof *s);
     for (uint32_t i = 0; i < plan.n_ops; i++) {
         const plan_op_t *o = &plan.ops[i];
@@ -85,7 +81,7 @@ Test(bytes, sparq_4bit_and_bf16)
 {
     sums_t s;
     double n = 65536;
-    plan_sums("qwen3-8b", "method: sparq\nbudget: 68\nchunk: 1024", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: sparq\nbudget: 68\nchunk: 1024\nindex_layout: chunked", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
     /* r = 16 runs of n/2 bytes + scales n/32 per KV head */
     cr_expect_float_eq(s.index, 16 * (n / 2 + n / 32) * H * L, 1e-6);
     cr_expect_float_eq(s.index_pieces, 16 * (n / 1024) * H * L, 1e-9);
@@ -219,7 +215,10 @@ Test(bytes, invalid_combinations_are_errors)
                          "method: pertoken\nkey_variances: [1, 2]",
                          "method: fathom\nkey_variances: [1, 2]",
                          "method: fathom\nkey_variances: 3",
-                         "method: fathom\nkeys: kbench"};
+                         "method: fathom\nkeys: kbench",
+                         "method: pertoken\nindex_layout: chunked",
+                         "method: dense\nindex_layout: chunked",
+                         "method: fathom\nindex_layout: rows"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_t e;
         cfg_doc_t *d;

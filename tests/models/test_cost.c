@@ -305,7 +305,7 @@ Test(cost, strided_2d_rows_cost_their_own)
     th_machine_free(&t);
 }
 
-/* Fathom's index over the copy engine at 64K: one 2D copy per KV head and active channel, chained (one
+/* Fathom's chunked index over the copy engine at 64K: one 2D copy per KV head and active channel, chained (one
  * setup, then ce2d_copy per further copy: not the 1D chain's gap), a row per chunk. */
 Test(cost, channel_copies_chain_their_setups)
 {
@@ -315,7 +315,7 @@ Test(cost, channel_copies_chain_their_setups)
     set(t.cal, "ce2d_copy_us", 3);
     set(t.cal, "ce2d_page_row_ns", 9);
     plan_t plan;
-    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nchunk: 1024", 65536, &plan);
+    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nindex_layout: chunked\nchunk: 1024", 65536, &plan);
     double copies = method_fathom(provider_method(p))->mean_active * 8;
     int fetches = 0;
     for (uint32_t i = 0; i < plan.n_ops; i++) {
@@ -650,10 +650,10 @@ Test(cost, winner_fetch_alone_reads_the_page_table_rate)
     static const struct { const char *yaml; bool alone; double warm, Mps; } cases[7] = {
         {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 1e4, 70},
         {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e4, 30},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e9, 50},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm", false, 1e4, 30},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm", false, 1e9, 50},
         {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm", true, 1e4, 70},
         {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e9, 50}};
     for (int i = 0; i < 7; i++) {
         set(t.cal, "gather_warm_rows", cases[i].warm);
