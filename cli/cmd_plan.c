@@ -258,7 +258,7 @@ static bool same_layer(const layer_sum_t *a, const layer_sum_t *b)
 
 static double us(sim_ps_t t) { return (double)t / 1e6; }
 
-static const char *const sel_names[] = {"kv_head", "query_head", "shared"};
+#define sel_names method_select_names
 static const char *const lay_names[] = {"split", "interleaved", "token", "page"};
 static const char *const fetch_names[] = {"sm", "ce", "auto"};
 
@@ -516,7 +516,7 @@ const cmd_t cmd_plan = {
     "  --index-layout L   sparq/fathom planes on the host: contiguous (default) | chunked\n"
     "  --max-context N    contiguous index: tokens each plane run is reserved for (default: the context)\n"
     "  --layout L         split | interleaved | token | page\n"
-    "  --select S         kv_head | query_head | shared   --union U  per-query-head union factor\n"
+    "  --select S         group (default) | kv_head | query_head | shared   --union U  rows in units of k (group, query_head)\n"
     "  --kv-dtype D       bf16 | fp8                      --weight-dtype D  bf16 | fp8\n"
     "  --fetch F          winner fetch: sm | ce           --index-fetch F   sm | ce | auto\n"
     "  --store S          sparq storage: 4bit | bf16      --k-from-planes true|false\n"

@@ -7,7 +7,8 @@
 #include <string.h>
 #include "models/method_ops.h"
 
-static const char *const select_names[] = {"kv_head", "query_head", "shared", "default", NULL};
+const char *const method_select_names[] = {"kv_head", "query_head", "shared", "group", "default", NULL};
+#define select_names method_select_names
 static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
 static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
@@ -25,14 +26,14 @@ static const cfg_param_t method_params[] = {
     P_("method", CFG_T_ENUM, method, NULL, 1, 0, NULL, "the attention method (models/methods/)"),
     P_("budget", CFG_T_DOUBLE, budget_bits, "0", 0, 65536, NULL,
        "index bits read per token per KV head, scales included (0: pertoken/sparq 136, fathom 56, fixed for hashattn/landmark)"),
-    P_("k", CFG_T_INT, k, "2048", 1, 1e9, NULL, "selected tokens (per KV head, or per query head)"),
+    P_("k", CFG_T_INT, k, "512", 1, 1e9, NULL, "selected tokens per selection set (per query head, KV head or all heads; the papers' headline setting 512)"),
     P_("page", CFG_T_INT, page, "16", 1, 4096, NULL, "P: tokens per landmark page"),
     P_("chunk", CFG_T_INT, chunk, "1024", 64, 1 << 24, NULL, "T: tokens per flushed chunk, a multiple of 64"),
     P_("window", CFG_T_INT, window, "0", 0, 1e12, NULL, "W: dense HBM tokens (sinks, local window, open chunk)"),
     P_("select", CFG_T_ENUM, select, "default", 1, 0, select_names,
-       "GQA selection: per KV head, per query head (union), or shared by all KV heads; default: hashattn query_head, else kv_head"),
+       "GQA selection: per KV head (k rows), per query head (a KV head fetches the union of G sets, u·k rows), shared by all KV heads, or group (per KV head on its G query heads' pooled scores, u·k rows: the size of their union); default: group for every method (token layout: shared)"),
     P_("union", CFG_T_DOUBLE, union_factor, "0", 0, 4096, NULL,
-       "u: rows per KV head in units of k with per-query-head selection, in [1, G]; 0: (1 + G)/2 (assumed)"),
+       "u: rows per KV head in units of k with select query_head or group, in [1, G]; 0: (1 + G)/2 (assumed)"),
     P_("layout", CFG_T_ENUM, layout, "default", 1, 0, layout_names,
        "host K/V layout: split, interleaved, token (needs select shared), page (needs landmark); default: landmark page, else interleaved"),
     P_("placement", CFG_T_STRING, placement, "host", 1, 0, NULL, "index placement: host | hbm | layers:L | planes:t"),
@@ -183,6 +184,17 @@ static bool has_form(const method_ops_t *ops, const char *form)
     return false;
 }
 
+/* The selection every method takes by default, so that k means the same rows for all of them: k per
+ * query head, one selection per KV head on its G query heads' pooled scores (one score vector per KV
+ * head, as Fathom's shared read plan scores them), as many rows as the union of G per-query-head
+ * sets holds, u·k (u = (1 + G)/2 unless given). It reproduces the published winner volume
+ * (published-quality.md, Fathom): Qwen3-8B at k = 512 fetches 36 layers × 8 KV heads × 2.5 × 512 rows
+ * × 512 B (K and V of d = 128 in bf16) = 189 MB of winner rows per step, the paper's "about 200 MB";
+ * k rows per KV head would fetch 75 MB, k per query head without a union 302 MB
+ * (tests/models/test_selection.c). Per-query-head selection fetches as many rows but scores and
+ * selects G times over. */
+#define METHOD_SELECT_RULE SELECT_GROUP
+
 static int resolve_selection(method_t *mt, err_t *e)
 {
     const method_cfg_t *c = &mt->cfg;
@@ -191,7 +203,7 @@ static int resolve_selection(method_t *mt, err_t *e)
     mt->layout = c->layout == LAYOUT_DEFAULT ? ops->layout : (method_layout_t)c->layout;
     if (c->select != SELECT_DEFAULT) mt->select = (method_select_t)c->select;
     else if (mt->layout == LAYOUT_TOKEN) mt->select = SELECT_SHARED;
-    else mt->select = ops->select;
+    else mt->select = ops->reads_all ? SELECT_KV_HEAD : METHOD_SELECT_RULE;
     if (mt->layout == LAYOUT_TOKEN && mt->select != SELECT_SHARED && !ops->reads_all)
         return err_set(e, ERR_INVAL,
                        "layout token keeps all KV heads of a token together: it pays only with one selection shared by the KV heads (select shared), not select %s",
@@ -200,13 +212,13 @@ static int resolve_selection(method_t *mt, err_t *e)
         return err_set(e, ERR_INVAL, "layout page fetches whole pages of %lld tokens: it needs page-granular selection (landmark), not %s",
                        (long long)c->page, ops->name);
     mt->u = 1.0;
-    if (mt->select == SELECT_QUERY_HEAD) {
+    if (mt->select == SELECT_QUERY_HEAD || mt->select == SELECT_GROUP) {
         mt->u = c->union_factor > 0 ? c->union_factor : (1.0 + G) / 2.0;
         if (mt->u < 1.0 || mt->u > G)
             return err_set(e, ERR_RANGE, "union factor %g outside [1, G = %g]: the union of G per-query-head sets holds between k and G·k rows",
                            mt->u, G);
     } else if (c->union_factor > 0 && c->union_factor != 1.0) {
-        return err_set(e, ERR_INVAL, "union %g needs per-query-head selection (select query_head)", c->union_factor);
+        return err_set(e, ERR_INVAL, "union %g needs per-query-head or group selection (select query_head or group)", c->union_factor);
     }
     if (c->chunk % 64)
         return err_set(e, ERR_INVAL, "chunk %lld: a chunk holds whole 64-token scale blocks (a multiple of 64)", (long long)c->chunk);
@@ -417,7 +429,9 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->score_rows = sets;
     double k = (double)c->k;
     double want = prefill ? c->prefill_union * k : mt->u * k;
-    o->select_k = fmin(ceil((prefill ? c->prefill_union * k : k) / P), per_head_scores);
+    /* a group's pooled selection keeps its union's rows; a query head its own k */
+    double keep = prefill ? c->prefill_union * k : mt->select == SELECT_GROUP ? mt->u * k : k;
+    o->select_k = fmin(ceil(keep / P), per_head_scores);
     double units = fmin(ceil(want / P), ceil(n_off / P));     /* pages (P = 1: rows) per KV head */
     if (n_off <= 0) units = 0;
     double rows_per_head = fmin(units * P, n_off);
@@ -432,6 +446,6 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     }
     if (kv_hbm) o->winner_pieces = 0;
     o->attn_hbm_bytes = o->winner_rows * row;
-    double rows_per_query = fmin(fmin(k, n_off), rows_per_head);
+    double rows_per_query = fmin(fmin(mt->select == SELECT_GROUP ? mt->u * k : k, n_off), rows_per_head);
     o->attn_flops = 4.0 * d * Hq * rows_per_query * nt + (prefill ? 2.0 * d * Hq * nt * nt : 0);
 }

@@ -42,7 +42,8 @@
 #include "models/fathom.h"
 #include "models/llm.h"
 
-typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_DEFAULT } method_select_t;
+typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_GROUP, SELECT_DEFAULT } method_select_t;
+extern const char *const method_select_names[];  /* NULL-terminated, in method_select_t order */
 typedef enum { LAYOUT_SPLIT = 0, LAYOUT_INTERLEAVED, LAYOUT_TOKEN, LAYOUT_PAGE, LAYOUT_DEFAULT } method_layout_t;
 typedef enum { STORE_4BIT = 0, STORE_BF16 } method_store_t;
 extern const char *const method_store_names[];  /* NULL-terminated, in method_store_t order */

@@ -4,7 +4,7 @@
  * A method's table gives what the generic forms of models/method.c switch on per method: its budget
  * rule (read and stored index bits, resolved against a model), its index's pieces per KV head, its
  * plane reads (methods keeping bit planes), its scan family, whether its reads depend on the query,
- * its default selection, layout and index fetch path. A method's name is its key in scenarios, on
+ * the selection its kernels were measured with, its default layout and index fetch path. A method's name is its key in scenarios, on
  * `odsim plan --method`, in the quality tables and in cost parameter names (scan_<family>_*).
  * Adding a method = its module, its row in the registry (or method_register at run time), its quality
  * rows (models/catalog/quality.yaml), its kernel and reference in kernels/, and tests. */
@@ -41,7 +41,8 @@ typedef struct method_ops {
                             * plane_bits, keys, seed and queries are its */
     bool pages;            /* selects pages of `page` tokens, fetched whole (layout page) */
     bool budget_fixed;     /* the model fixes its budget: the budget key is 0 or that value */
-    method_select_t select;     /* selection by default */
+    method_select_t select;     /* the selection its measured kernels ran with (kbench; a validation
+                                 * probe asks for it): every method selects per query head by default */
     method_layout_t layout;     /* host K/V layout by default */
     method_fetch_t index_fetch; /* index fetch path by default (index_fetch: auto) */
     /* The budget rule: fills *ix for cfg on model m, K/V elements of kv_bytes bytes. Errors:

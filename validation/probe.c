@@ -145,7 +145,8 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
         fputc(']', fp);
     } else if (r->bits > 0 && !ops->budget_fixed)
         put_num(fp, "budget", r->bits);
-    if (r->k > 0 && !ops->reads_all) put_num(fp, "k", r->k);
+    /* kbench's cases without a k ran at its k = 2048 */
+    if (!ops->reads_all) put_num(fp, "k", r->k > 0 ? r->k : 2048);
     if (ops->pages && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
     /* kbench's other numbered plane-scan kernels ("...;kernelN") and its Fathom scan of each query
@@ -156,6 +157,8 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (kv >= 1 && kv <= 2 && ops->scan_forms) put_str(fp, "plane_scan", plane_scans[kv]);
     bool kernels_scan = r->op == OPKIND_SCAN && !strcmp(r->suite, "kernels");
     if (kernels_scan && ops->scan_forms && r->qheads > 1) select = "query_head";
+    /* kbench selects as the method's kernels do (HashAttention per query head, the others per KV head) */
+    if (!select && !ops->reads_all) select = ops->select == SELECT_QUERY_HEAD ? "query_head" : "kv_head";
     if (select) put_str(fp, "select", select);
     /* kbench fetches each query head's HashAttention winners without removing duplicates: the union
      * of a KV head's G sets is G·k rows (kernels/NOTES.md) */

@@ -26,7 +26,9 @@
  * (the probe keeps the raw value: kbench's hbm_all also puts K/V in HBM; dense with hbm_all gets
  * window = n_tokens, all of K/V in the dense HBM window); policy "fetch:sm" /
  * "fetch:ce..." → index_fetch sm / ce; policy "procs:N" → mode processes, "streams:N" → streams.
- * Fathom's and SparQ's rows ask for index_layout chunked (kbench stores their planes channel-major
+ * A sparse method's row asks for its k (2048 where the row gives none, kbench's) and for the
+ * selection its kernels ran with (ops->select: HashAttention per query head, the others per KV
+ * head), whatever the defaults. Fathom's and SparQ's rows ask for index_layout chunked (kbench stores their planes channel-major
  * within each chunk of T tokens) and index_fetch sm unless the row names the copy engine. */
 #ifndef ODSIM_VALIDATION_PROBE_H
 #define ODSIM_VALIDATION_PROBE_H

@@ -64,16 +64,16 @@ Test(bytes, dense_qwen3_8b_32k_reads_4_83_GB)
 Test(bytes, pertoken_136_scan_160_MB_and_5_13_GB_at_1M)
 {
     sums_t s;
-    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nk: 2048", 32768, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nk: 2048\nselect: kv_head", 32768, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.index, 136.0 / 8 * 32768 * H * L, 1e-3);
     cr_expect(fabs(s.index / 1e6 - 160.4) < 0.1, "%g MB", s.index / 1e6);
     cr_expect_float_eq(s.winner, 2048 * 2 * D * 2 * H * L, 1e-3);
     cr_expect_float_eq(s.index_pieces, H * L, 1e-9, "one run per KV head");
-    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136", 1048576, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nselect: kv_head", 1048576, 1, PLAN_DECODE, &s, NULL);
     cr_expect(fabs(s.index / 1e9 - 5.13) < 0.005, "%g GB", s.index / 1e9);
-    plan_sums("qwen3-8b", "method: pertoken\nbudget: 56", 1048576, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 56\nselect: kv_head", 1048576, 1, PLAN_DECODE, &s, NULL);
     cr_expect(fabs(s.index / 1e9 - 2.11) < 0.005, "%g GB", s.index / 1e9);
-    plan_sums("qwen3-8b", "method: pertoken\nbudget: 68", 1048576, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 68\nselect: kv_head", 1048576, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.index, 68.0 / 8 * 1048576 * H * L, 1e-6);
 }
 
@@ -81,13 +81,13 @@ Test(bytes, sparq_4bit_and_bf16)
 {
     sums_t s;
     double n = 65536;
-    plan_sums("qwen3-8b", "method: sparq\nbudget: 68\nchunk: 1024\nindex_layout: chunked", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: sparq\nbudget: 68\nchunk: 1024\nindex_layout: chunked\nselect: kv_head", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
     /* r = 16 runs of n/2 bytes + scales n/32 per KV head */
     cr_expect_float_eq(s.index, 16 * (n / 2 + n / 32) * H * L, 1e-6);
     cr_expect_float_eq(s.index_pieces, 16 * (n / 1024) * H * L, 1e-9);
-    plan_sums("qwen3-8b", "method: sparq\nbudget: 136", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: sparq\nbudget: 136\nselect: kv_head", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.index, 136.0 / 8 * n * H * L, 1e-6);
-    plan_sums("qwen3-8b", "method: sparq\nstore: bf16\nbudget: 256", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: sparq\nstore: bf16\nbudget: 256\nselect: kv_head", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.index, 16 * 2 * n * H * L, 1e-6, "16 runs of 2n bytes");
 }
 
@@ -95,7 +95,7 @@ Test(bytes, fathom_56_reads_2_09_GB_at_1M)
 {
     sums_t s;
     double budget = 0, n = 1048576;
-    plan_sums("qwen3-8b", "method: fathom\nbudget: 56", (uint64_t)n, 1, PLAN_DECODE, &s, &budget);
+    plan_sums("qwen3-8b", "method: fathom\nbudget: 56\nselect: kv_head", (uint64_t)n, 1, PLAN_DECODE, &s, &budget);
     cr_expect(budget <= 56 && budget > 54, "mean reads %g bits", budget);
     cr_expect_float_eq(s.index, budget / 8 * n * H * L, 1e-6);
     /* 47 plane bits and the scales of ~33 channels (plans shared by 4 query heads): 55.3 bits */
@@ -121,11 +121,11 @@ Test(bytes, hashattn_and_landmark)
     cr_expect_float_eq(s.index, 4 * n * G * H * L, 1e-6, "4n bytes per query head");
     cr_expect_float_eq(s.winner, 2 * 1024 * 2 * D * 2 * H * L, 1e-6, "u k rows");
     cr_expect_float_eq(s.index_pieces, G * H * L, 1e-9);
-    plan_sums("qwen3-8b", "method: landmark\npage: 16\nk: 1024", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: landmark\npage: 16\nk: 1024\nselect: kv_head", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.index, n / 16 * 2 * D * 2 * H * L, 1e-6);
     cr_expect_float_eq(s.winner, 1024 * 2 * D * 2 * H * L, 1e-6);
     cr_expect_float_eq(s.winner_pieces, 1024 / 16 * H * L, 1e-9, "k/P pages, one piece each");
-    plan_sums("qwen3-8b", "method: landmark\npage: 8\nk: 1024\nlayout: split", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: landmark\npage: 8\nk: 1024\nlayout: split\nselect: kv_head", (uint64_t)n, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.index, n / 8 * 2 * D * 2 * H * L, 1e-6);
     cr_expect_float_eq(s.winner_pieces, 2 * 1024 / 8 * H * L, 1e-9);
 }
@@ -133,8 +133,8 @@ Test(bytes, hashattn_and_landmark)
 Test(bytes, layouts_change_pieces_not_bytes)
 {
     sums_t a, b, c;
-    plan_sums("qwen3-8b", "method: pertoken\nlayout: split", 65536, 1, PLAN_DECODE, &a, NULL);
-    plan_sums("qwen3-8b", "method: pertoken\nlayout: interleaved", 65536, 1, PLAN_DECODE, &b, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nlayout: split\nselect: kv_head", 65536, 1, PLAN_DECODE, &a, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nlayout: interleaved\nselect: kv_head", 65536, 1, PLAN_DECODE, &b, NULL);
     plan_sums("qwen3-8b", "method: pertoken\nlayout: token", 65536, 1, PLAN_DECODE, &c, NULL);
     cr_expect_float_eq(a.winner, b.winner, 1e-9);
     cr_expect_float_eq(a.winner, c.winner, 1e-9);
@@ -145,18 +145,18 @@ Test(bytes, layouts_change_pieces_not_bytes)
 Test(bytes, fp8_k_from_planes_and_placement)
 {
     sums_t s, h, p;
-    plan_sums("qwen3-8b", "method: pertoken\nkv_dtype: fp8\nk: 1000", 65536, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nkv_dtype: fp8\nk: 1000\nselect: kv_head", 65536, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.winner, 1000 * 2 * D * 1 * H * L, 1e-9);
-    plan_sums("qwen3-8b", "method: pertoken\nk_from_planes: true\nk: 1000", 65536, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nk_from_planes: true\nk: 1000\nselect: kv_head", 65536, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.winner, 1000 * (D / 2 + D / 32 + 2 * D) * H * L, 1e-9);
-    plan_sums("qwen3-8b", "method: pertoken\nplacement: hbm", 65536, 1, PLAN_DECODE, &h, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nplacement: hbm\nselect: kv_head", 65536, 1, PLAN_DECODE, &h, NULL);
     cr_expect_eq(h.index, 0);
     cr_expect_eq(h.n_kind[OPKIND_INDEX_FETCH], 0);
-    plan_sums("qwen3-8b", "method: pertoken\nplacement: layers:6", 65536, 1, PLAN_DECODE, &h, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nplacement: layers:6\nselect: kv_head", 65536, 1, PLAN_DECODE, &h, NULL);
     cr_expect_float_eq(h.index, 17.0 * 65536 * H * 30, 1e-9);
-    plan_sums("qwen3-8b", "method: pertoken\nplacement: \"layers:0-3,10,35\"", 65536, 1, PLAN_DECODE, &h, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nplacement: \"layers:0-3,10,35\"\nselect: kv_head", 65536, 1, PLAN_DECODE, &h, NULL);
     cr_expect_float_eq(h.index, 17.0 * 65536 * H * 30, 1e-9);
-    plan_sums("qwen3-8b", "method: sparq\nbudget: 136\nplacement: planes:2", 65536, 1, PLAN_DECODE, &p, NULL);
+    plan_sums("qwen3-8b", "method: sparq\nbudget: 136\nplacement: planes:2\nselect: kv_head", 65536, 1, PLAN_DECODE, &p, NULL);
     cr_expect_float_eq(p.index, 32 * 2 * 65536 / 8.0 * H * L, 1e-9, "planes 3 and 4 of 32 channels");
 }
 
@@ -164,10 +164,10 @@ Test(bytes, flush_of_a_completed_chunk)
 {
     sums_t s;
     /* context 1023 + 1 new token completes the first 1024-token chunk */
-    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nchunk: 1024", 1023, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nchunk: 1024\nselect: kv_head", 1023, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.flush, 1024 * (2 * D * 2 + 17) * H * L, 1e-9);
     cr_expect_eq(s.n_kind[OPKIND_QUANTIZE], 36);
-    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nchunk: 1024", 1024, 1, PLAN_DECODE, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nchunk: 1024\nselect: kv_head", 1024, 1, PLAN_DECODE, &s, NULL);
     cr_expect_eq(s.flush, 0);
 }
 
@@ -182,10 +182,10 @@ Test(bytes, window_is_attended_densely_in_hbm)
 Test(bytes, prefill_exact_and_sparse)
 {
     sums_t s;
-    plan_sums("qwen3-8b", "method: pertoken\nprefill: exact\nchunk: 1024", 65536, 4096, PLAN_PREFILL, &s, NULL);
+    plan_sums("qwen3-8b", "method: pertoken\nprefill: exact\nchunk: 1024\nselect: kv_head", 65536, 4096, PLAN_PREFILL, &s, NULL);
     cr_expect_float_eq(s.kv, 65536 * 2 * D * 2 * H * L, 1e-9, "exact prefill reads all offloaded K/V");
     cr_expect_float_eq(s.flush, 4096 * (2 * D * 2 + 17) * H * L, 1e-9, "four chunks flushed");
-    plan_sums("qwen3-8b", "method: fathom\nprefill: sparse\nk: 1024\nprefill_union: 8", 65536, 4096, PLAN_PREFILL, &s,
+    plan_sums("qwen3-8b", "method: fathom\nprefill: sparse\nk: 1024\nprefill_union: 8\nselect: kv_head", 65536, 4096, PLAN_PREFILL, &s,
               NULL);
     cr_expect_float_eq(s.index, 544.0 / 8 * 65536 * H * L, 1e-9, "the whole planes index once per chunk");
     cr_expect_float_eq(s.winner, 8 * 1024 * 2 * D * 2 * H * L, 1e-9);
@@ -196,29 +196,29 @@ Test(bytes, invalid_combinations_are_errors)
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     const char *bad[] = {"method: pertoken\nlayout: token\nselect: kv_head",
-                         "method: pertoken\nlayout: page",
-                         "method: pertoken\nplacement: planes:2",
-                         "method: sparq\nbudget: 100",
+                         "method: pertoken\nlayout: page\nselect: kv_head",
+                         "method: pertoken\nplacement: planes:2\nselect: kv_head",
+                         "method: sparq\nbudget: 100\nselect: kv_head",
                          "method: hashattn\nbudget: 64",
-                         "method: pertoken\nchunk: 100",
+                         "method: pertoken\nchunk: 100\nselect: kv_head",
                          "method: pertoken\nselect: query_head\nunion: 9",
                          "method: dense\nbudget: 8",
                          "method: pertoken\nplacement: \"layers:3-1\"",
                          "method: pertoken\nplacement: \"layers:0-36\"",
-                         "method: sparq\nplane_scan: token_per_thread",
+                         "method: sparq\nplane_scan: token_per_thread\nselect: kv_head",
                          "method: fathom\nplane_scan: two_per_thread\nselect: query_head",
-                         "method: fathom\nplane_scan: v4",
-                         "method: fathom\nscan_kernel: v1",
-                         "method: fathom\nbudget: 56\nplane_bits: 48",
-                         "method: fathom\nplane_bits: 513",
-                         "method: sparq\nplane_bits: 64",
-                         "method: pertoken\nkey_variances: [1, 2]",
-                         "method: fathom\nkey_variances: [1, 2]",
-                         "method: fathom\nkey_variances: 3",
-                         "method: fathom\nkeys: kbench",
-                         "method: pertoken\nindex_layout: chunked",
+                         "method: fathom\nplane_scan: v4\nselect: kv_head",
+                         "method: fathom\nscan_kernel: v1\nselect: kv_head",
+                         "method: fathom\nbudget: 56\nplane_bits: 48\nselect: kv_head",
+                         "method: fathom\nplane_bits: 513\nselect: kv_head",
+                         "method: sparq\nplane_bits: 64\nselect: kv_head",
+                         "method: pertoken\nkey_variances: [1, 2]\nselect: kv_head",
+                         "method: fathom\nkey_variances: [1, 2]\nselect: kv_head",
+                         "method: fathom\nkey_variances: 3\nselect: kv_head",
+                         "method: fathom\nkeys: kbench\nselect: kv_head",
+                         "method: pertoken\nindex_layout: chunked\nselect: kv_head",
                          "method: dense\nindex_layout: chunked",
-                         "method: fathom\nindex_layout: rows"};
+                         "method: fathom\nindex_layout: rows\nselect: kv_head"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_t e;
         cfg_doc_t *d;

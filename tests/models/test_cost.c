@@ -120,7 +120,7 @@ Test(cost, combine_merges_both_partials_after_them)
     set(t.cal, "attn_combine_l2_latency_us", 3);
     set(t.cal, "attn_combine_l2_split_ns", 200);
     static const struct { const char *yaml; double expect_ps; } cases[2] = {
-        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024", (3 + 49 * 0.2) * 1e6},
+        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024\nselect: kv_head", (3 + 49 * 0.2) * 1e6},
         {"method: dense\nwindow: 1024", (4 + 281 * 0.36) * 1e6},
     };
     for (int c = 0; c < 2; c++) {
@@ -161,7 +161,7 @@ Test(cost, attention_over_winners_in_l2)
     for (int k = 0; k < 2; k++) {
         /* 2048 rows × 8 heads × 512 B = 8 MiB; 65536 rows: 256 MiB, past the 60 MiB L2 */
         plan_t plan;
-        provider_t *p = build(&t, k ? "method: pertoken\nbudget: 136\nk: 65536" : "method: pertoken\nbudget: 136\nk: 2048",
+        provider_t *p = build(&t, k ? "method: pertoken\nbudget: 136\nk: 65536\nselect: kv_head" : "method: pertoken\nbudget: 136\nk: 2048\nselect: kv_head",
                               1048576, &plan);
         for (uint32_t i = 0; i < plan.n_ops; i++) {
             const plan_op_t *o = &plan.ops[i];
@@ -206,10 +206,10 @@ Test(cost, per_query_head_attention_and_its_two_combines)
     set(t.cal, "attn_combine_l2_split_ns", 200);
     double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9;
     static const struct { const char *yaml; double lat_s, eff, bytes; } cases[4] = {
-        {"method: hashattn\nk: 2048\nunion: 1\nwindow: 1024", 7e-6, 2.0, 2048.0 * 32 * 512},
-        {"method: hashattn\nk: 2048\nunion: 4\nwindow: 1024", 7e-6, 2.0, 2048.0 * 32 * 512},
-        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024", 9e-6, 1.25, 2048.0 * 32 * 512},
-        {"method: hashattn\nk: 65536\nunion: 4\nwindow: 1024", 5e-6, 0.5, 65536.0 * 32 * 512}};
+        {"method: hashattn\nk: 2048\nunion: 1\nwindow: 1024\nselect: query_head", 7e-6, 2.0, 2048.0 * 32 * 512},
+        {"method: hashattn\nk: 2048\nunion: 4\nwindow: 1024\nselect: query_head", 7e-6, 2.0, 2048.0 * 32 * 512},
+        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024\nselect: kv_head", 9e-6, 1.25, 2048.0 * 32 * 512},
+        {"method: hashattn\nk: 65536\nunion: 4\nwindow: 1024\nselect: query_head", 5e-6, 0.5, 65536.0 * 32 * 512}};
     for (int c = 0; c < 4; c++) {
         plan_t plan;
         provider_t *p = build(&t, cases[c].yaml, c == 3 ? 1048576 : 131072, &plan);
@@ -259,7 +259,7 @@ Test(cost, a_decodes_kernels_as_they_run_in_it)
     set(t.cal, "topk_scores_l2_us", 5.0);
     double lat[2][3] = {{0}};   /* [alone][scan, attention, top-k] of layer 0 */
     for (int alone = 0; alone < 2; alone++) {
-        provider_t *p = th_provider(&t, "method: pertoken\nbudget: 136\nk: 2048");
+        provider_t *p = th_provider(&t, "method: pertoken\nbudget: 136\nk: 2048\nselect: kv_head");
         plan_t plan;
         plan_init(&plan);
         plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
@@ -315,7 +315,7 @@ Test(cost, channel_copies_chain_their_setups)
     set(t.cal, "ce2d_copy_us", 3);
     set(t.cal, "ce2d_page_row_ns", 9);
     plan_t plan;
-    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nindex_layout: chunked\nchunk: 1024", 65536, &plan);
+    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nindex_layout: chunked\nchunk: 1024\nselect: kv_head", 65536, &plan);
     double copies = method_fathom(provider_method(p))->mean_active * 8;
     int fetches = 0;
     for (uint32_t i = 0; i < plan.n_ops; i++) {
@@ -351,8 +351,8 @@ Test(cost, scan_takes_its_familys_parameters)
     set(t.cal, "scan_fathom_v1_latency_us", 11);
     set(t.cal, "scan_fathom_qh_latency_us", 13);
     static const struct { const char *yaml; double lat_us; } cases[5] = {
-        {"method: landmark\npage: 16", 7}, {"method: hashattn", 5}, {"method: fathom\nplacement: hbm", 6},
-        {"method: fathom\nplane_scan: token_per_thread", 11}, {"method: fathom\nselect: query_head", 13}};
+        {"method: landmark\npage: 16\nselect: kv_head", 7}, {"method: hashattn", 5}, {"method: fathom\nplacement: hbm\nselect: kv_head", 6},
+        {"method: fathom\nplane_scan: token_per_thread\nselect: kv_head", 11}, {"method: fathom\nselect: query_head", 13}};
     for (int c = 0; c < 5; c++) {
         plan_t plan;
         provider_t *p = build(&t, cases[c].yaml, 65536, &plan);
@@ -648,13 +648,13 @@ Test(cost, winner_fetch_alone_reads_the_page_table_rate)
     cost_t c;
     cost_paths_t paths;
     static const struct { const char *yaml; bool alone; double warm, Mps; } cases[7] = {
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 1e4, 70},
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm", false, 1e4, 30},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm", false, 1e9, 50},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm", true, 1e4, 70},
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e9, 50}};
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", false, 1e4, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm\nselect: kv_head", false, 1e4, 30},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm\nselect: kv_head", false, 1e9, 50},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm\nselect: kv_head", false, 1e4, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm\nselect: kv_head", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", false, 1e9, 50}};
     for (int i = 0; i < 7; i++) {
         set(t.cal, "gather_warm_rows", cases[i].warm);
         cost_ready(&t, &c, &paths);
@@ -686,7 +686,7 @@ Test(cost, a_step_keeps_its_winners_while_its_gathers_fit)
         t.m.layers = cases[i].layers;
         cost_ready(&t, &c, &paths);
         int seen;
-        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 512, &seen);
+        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", false, 512, &seen);
         double e = cases[i].cold, want = (1 - e) / 50e6 + e / 40e6;
         cr_expect_float_eq(s, want, 1e-4 * want, "%d layers: %g s/row, want %g", cases[i].layers, s, want);
         cr_expect_eq(seen, cases[i].layers);
@@ -738,7 +738,7 @@ Test(cost, a_hidden_first_launch_is_only_the_first)
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     t.m.layers = 1;
     for (int hidden = 0; hidden < 2; hidden++) {
-        provider_t *p = th_provider(&t, "method: fathom\nplacement: host\nindex_fetch: sm");
+        provider_t *p = th_provider(&t, "method: fathom\nplacement: host\nindex_fetch: sm\nselect: kv_head");
         plan_t plan;
         plan_init(&plan);
         plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
@@ -766,7 +766,7 @@ Test(cost, gathers_are_warm_only_alone)
     cost_t c;
     cost_paths_t paths;
     cost_ready(&t, &c, &paths);
-    const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm";
+    const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm\nselect: kv_head";
     double region = 1048576.0 * 8 * 512, warm = 1 / get(t.cal, "gather_rows_Mps_256MiB") * 1e-6;
     double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, COST_ROWS_HEADS);   /* winners come head by head */
     for (int alone = 0; alone < 2; alone++)
@@ -791,8 +791,8 @@ Test(cost, new_winners_take_their_own_table)
     cost_paths_t paths;
     cost_t c;
     cost_ready(&t, &c, &paths);
-    static const char *yaml[2] = {"method: fathom\nplacement: hbm\nfetch: sm",
-                                  "method: fathom\nplacement: hbm\nfetch: sm\nwinners: new"};
+    static const char *yaml[2] = {"method: fathom\nplacement: hbm\nfetch: sm\nselect: kv_head",
+                                  "method: fathom\nplacement: hbm\nfetch: sm\nwinners: new\nselect: kv_head"};
     static const double rows_ps[2] = {50e6, 25e6};
     t.m.layers = 1;
     for (int i = 0; i < 2; i++) {
@@ -859,7 +859,7 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     cr_expect_float_eq(zc.cost.cap_rate, 0.8 * pf.cost.cap_rate, 1e-6 * g.cost.cap_rate);
     cr_expect_eq(zc.cost.latency_ps, 11 * SIM_PS_PER_US);
     plan_t plan;
-    provider_t *p = build(&t, "method: fathom\nplacement: host\nindex_fetch: sm", 65536, &plan);
+    provider_t *p = build(&t, "method: fathom\nplacement: host\nindex_fetch: sm\nselect: kv_head", 65536, &plan);
     int fetches = 0;
     for (uint32_t i = 0; i < plan.n_ops; i++)
         if (plan.ops[i].kind == OPKIND_INDEX_FETCH) {
@@ -968,7 +968,7 @@ Test(cost, layer_writes_back_its_dirty_l2_lines)
     double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9, M = 1048576;
     for (int dense = 0; dense < 2; dense++) {
         plan_t plan;
-        provider_t *p = build(&t, dense ? "method: dense" : "method: pertoken\nbudget: 136\nk: 2048\nplacement: hbm", 32768, &plan);
+        provider_t *p = build(&t, dense ? "method: dense" : "method: pertoken\nbudget: 136\nk: 2048\nplacement: hbm\nselect: kv_head", 32768, &plan);
         int seen = 0;
         for (uint32_t i = 0; i < plan.n_ops; i++) {
             const plan_op_t *o = &plan.ops[i];
@@ -1011,12 +1011,12 @@ Test(cost, scan_over_a_just_fetched_index_reads_the_l2)
         const char *yaml;
         uint64_t ctx;
         double lat_us;
-    } cases[] = {{"method: fathom\nplacement: host", 32768, 5},
-                 {"method: fathom\nplacement: host\nindex_fetch: ce", 32768, 5},
-                 {"method: fathom\nplacement: hbm", 32768, 7},
-                 {"method: fathom\nplacement: host", 1048576, 7},
-                 {"method: pertoken\nplacement: host", 32768, 4},
-                 {"method: pertoken\nplacement: host\nprefetch: 0", 32768, 4}};
+    } cases[] = {{"method: fathom\nplacement: host\nselect: kv_head", 32768, 5},
+                 {"method: fathom\nplacement: host\nindex_fetch: ce\nselect: kv_head", 32768, 5},
+                 {"method: fathom\nplacement: hbm\nselect: kv_head", 32768, 7},
+                 {"method: fathom\nplacement: host\nselect: kv_head", 1048576, 7},
+                 {"method: pertoken\nplacement: host\nselect: kv_head", 32768, 4},
+                 {"method: pertoken\nplacement: host\nprefetch: 0\nselect: kv_head", 32768, 4}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         plan_t plan;
         provider_t *p = build(&t, cases[i].yaml, cases[i].ctx, &plan);
