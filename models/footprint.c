@@ -27,7 +27,8 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
         if (b > buf_max) buf_max = b;
     }
     o->host_bytes = o->host_kv_bytes + o->host_index_bytes;
-    o->hbm_tail_bytes = fmin((double)context, W) * m->layers * H * 2.0 * d * 2.0;
+    /* the window, or the open chunk's buffer of T tokens (bf16) where the window is smaller */
+    o->hbm_tail_bytes = fmax(fmin((double)context, W), (double)c->chunk) * m->layers * H * 2.0 * d * 2.0;
     o->hbm_buffer_bytes = buf_max;
     o->hbm_bytes = o->hbm_index_bytes + o->hbm_tail_bytes + o->hbm_buffer_bytes + (c->kv_placement == KV_HBM ? kv_bytes : 0);
     o->hbm_weight_bytes = llm_weight_bytes(m, (llm_dtype_t)c->weight_dtype);

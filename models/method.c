@@ -29,7 +29,7 @@ static const cfg_param_t method_params[] = {
     P_("k", CFG_T_INT, k, "512", 1, 1e9, NULL, "selected tokens per selection set (per query head, KV head or all heads; the papers' headline setting 512)"),
     P_("page", CFG_T_INT, page, "16", 1, 4096, NULL, "P: tokens per landmark page"),
     P_("chunk", CFG_T_INT, chunk, "1024", 64, 1 << 24, NULL, "T: tokens per flushed chunk, a multiple of 64"),
-    P_("window", CFG_T_INT, window, "0", 0, 1e12, NULL, "W: dense HBM tokens (sinks, local window, open chunk)"),
+    P_("window", CFG_T_INT, window, "0", 0, 1e12, NULL, "W: dense HBM tokens, the latest W (sinks, local window, open chunk); the open chunk (context mod T) is dense whatever W"),
     P_("select", CFG_T_ENUM, select, "default", 1, 0, select_names,
        "GQA selection: per KV head (k rows), per query head (a KV head fetches the union of G sets, u·k rows), shared by all KV heads, or group (per KV head on its G query heads' pooled scores, u·k rows: the size of their union); default: group for every method (token layout: shared)"),
     P_("union", CFG_T_DOUBLE, union_factor, "0", 0, 4096, NULL,
@@ -340,7 +340,9 @@ uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t ne
 
 double method_offloaded_tokens(const method_t *mt, uint64_t context)
 {
-    return fmax(0.0, (double)context - (double)mt->cfg.window);
+    /* the window holds the latest W tokens, the open chunk at least the latest n mod T */
+    uint64_t open = context % (uint64_t)mt->cfg.chunk;
+    return fmax(0.0, (double)context - fmax((double)mt->cfg.window, (double)open));
 }
 
 double method_dense_tokens(const method_t *mt, uint64_t context)
@@ -371,7 +373,7 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->n_off = n_off;
     double row = method_kv_row_bytes(mt);          /* K + V per token per KV head on the host */
     double dense_row = 2.0 * d * mt->e;
-    double tail_tokens = method_dense_tokens(mt, context) + nt;   /* the window */
+    double tail_tokens = method_dense_tokens(mt, context) + nt;   /* the window or the open chunk */
     o->tail_hbm_bytes = tail_tokens * H * 2.0 * d * 2.0;
     o->tail_flops = 4.0 * d * Hq * tail_tokens * nt;
     bool reads_all = mt->ops->reads_all;

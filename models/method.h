@@ -2,8 +2,9 @@
  * byte counts of one layer of a decode step or prefill chunk (DESIGN.md "Methods"), generic over the
  * methods' tables of operations (models/method_ops.h; one module each in models/methods/).
  *
- * Notation: n context tokens, W of them in the dense HBM window (sinks, local window, open chunk;
- * default 0), n_off = n − W offloaded tokens; per layer H KV heads, G query heads per KV head, head
+ * Notation: n context tokens, T per flushed chunk, W of them in the dense HBM window (sinks, local
+ * window, open chunk; default 0), n_off = n − max(W, n mod T) offloaded tokens (the open chunk is
+ * dense whatever W); per layer H KV heads, G query heads per KV head, head
  * dim d, K/V element bytes e; k selected tokens. Budget = index bits read per token per KV head,
  * scales included. Per layer and KV head, a decode step reads:
  *   dense     2·d·e·n_off bytes of K and V
@@ -30,7 +31,9 @@
  * a flush writes T/8 bytes into every plane and T/32 into every channel's scales (one strided 2D
  * device-to-host copy per layer and KV head, a row per plane and per scale run); `chunked` keeps the
  * planes channel-major within each chunk, so a plane-prefix read is n_off/T pieces of b_c·T/8 bytes
- * per channel and a flush one contiguous piece per KV head. */
+ * per channel and a flush one contiguous piece per KV head. The open chunk (n mod T tokens not yet
+ * flushed) stays in HBM and is attended densely, within the window where W holds it:
+ * n_off = n − max(W, n mod T). */
 #ifndef ODSIM_MODELS_METHOD_H
 #define ODSIM_MODELS_METHOD_H
 
@@ -165,11 +168,12 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
 /* Tokens flushed by a plan: whole chunks of T completed by its new tokens. */
 uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t new_tokens);
 
-/* Offloaded tokens at `context` (less the window W), and the tokens a host index's runs span per
- * layer and KV head (a contiguous index: its reservation, at least n_off). */
+/* Offloaded tokens at `context` (less the window W or the open chunk, the larger), and the tokens a
+ * host index's runs span per layer and KV head (a contiguous index: its reservation, at least n_off). */
 double method_offloaded_tokens(const method_t *mt, uint64_t context);
 double method_index_span_tokens(const method_t *mt, double n_off);
-/* Tokens attended densely from HBM at `context` before a plan's new tokens: the window. */
+/* Tokens attended densely from HBM at `context` before a plan's new tokens: the window W or the
+ * open chunk (context mod T), the larger. */
 double method_dense_tokens(const method_t *mt, uint64_t context);
 
 /* Bytes of K/V (per token per layer per KV head) as stored on the host: K (bf16/fp8 row, or 4-bit

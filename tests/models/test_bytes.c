@@ -11,7 +11,7 @@
 #include "sim/plan.h"
 
 typedef struct sums {
-    double index, winner, kv, flush, hbm_attn;
+    double index, winner, kv, flush, hbm_attn, hbm_tail;
     double index_pieces, winner_pieces;
     int n_kind[OPKIND_COUNT];
 } sums_t;
@@ -34,6 +34,7 @@ static void plan_sums(const char *model, const char *yaml, uint64_t ctx, uint32_
         if (o->kind == OPKIND_H2D_COPY) s->kv += o->bytes_host;
         if (o->kind == OPKIND_FLUSH) s->flush += o->bytes_host;
         if (o->kind == OPKIND_ATTN_SPARSE || o->kind == OPKIND_ATTN_DENSE) s->hbm_attn += o->bytes_hbm;
+        if (o->kind == OPKIND_ATTN_TAIL) s->hbm_tail += o->bytes_hbm;
     }
     sim_ps_t t_ps;
     cr_assert_eq(plan_standalone_ps(&plan, t.sim, 0, &t_ps, &e), 0, "%s", e.msg);
@@ -177,6 +178,23 @@ Test(bytes, window_is_attended_densely_in_hbm)
     plan_sums("qwen3-8b", "method: dense\nwindow: 4096", 32768, 1, PLAN_DECODE, &s, NULL);
     cr_expect_float_eq(s.kv, (32768 - 4096) * 2 * D * 2 * H * L, 1e-9);
     cr_expect_eq(s.n_kind[OPKIND_ATTN_TAIL], 36);
+    cr_expect_float_eq(s.hbm_tail, (4096 + 1) * 2 * D * 2 * H * L, 1e-9);
+}
+
+/* The open chunk (context mod T tokens, not flushed yet) stays in HBM and is attended densely: at
+ * 33000 tokens with T = 1024, 32768 are offloaded and 232 (+ the new one) attended from the tail;
+ * a window of 1000 tokens holds them, and then its own. */
+Test(bytes, open_chunk_is_attended_densely_in_hbm)
+{
+    sums_t s;
+    plan_sums("qwen3-8b", "method: dense\nchunk: 1024", 33000, 1, PLAN_DECODE, &s, NULL);
+    cr_expect_float_eq(s.kv, 32768 * 2 * D * 2 * H * L, 1e-9);
+    cr_expect_float_eq(s.hbm_tail, (232 + 1) * 2 * D * 2 * H * L, 1e-9);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nchunk: 1024\nwindow: 1000", 33000, 1, PLAN_DECODE, &s, NULL);
+    cr_expect_float_eq(s.index, 17.0 * (33000 - 1000) * H * L, 1e-9, "the window holds the open chunk");
+    cr_expect_float_eq(s.hbm_tail, (1000 + 1) * 2 * D * 2 * H * L, 1e-9);
+    plan_sums("qwen3-8b", "method: pertoken\nbudget: 136\nchunk: 1024\nwindow: 100", 33000, 1, PLAN_DECODE, &s, NULL);
+    cr_expect_float_eq(s.index, 17.0 * 32768 * H * L, 1e-9, "the open chunk outgrows a small window");
 }
 
 Test(bytes, prefill_exact_and_sparse)
