@@ -267,7 +267,7 @@ static double rows_per_kv_head(const ctx_t *c)
 {
     const method_t *mt = provider_method(c->prov);
     method_layer_t ly;
-    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > 0, &ly);
+    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > PROVIDER_DECODE_MAX_TOKENS, &ly);
     return ly.winner_rows / method_llm(mt)->kv_heads;
 }
 
@@ -289,7 +289,11 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
            method_name(mt), c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
            (unsigned long long)c->a.context, (long long)cfg->window, c->hw->box, c->hw->gpu, c->hw->gpus, c->hw->link);
-    if (c->a.prefill) printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill, cfg->prefill == PREFILL_EXACT ? "exact" : "sparse");
+    if (c->a.prefill)
+        printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill,
+               c->a.prefill <= PROVIDER_DECODE_MAX_TOKENS ? "a few tokens: planned as a decode step"
+               : cfg->prefill == PREFILL_EXACT            ? "exact"
+                                                          : "sparse");
     printf("  budget %.2f index bits read per token per KV head (stored %.2f); k %lld; select %s (union %.2f, %.0f rows per KV head);\n"
            "  layout %s; index layout %s; placement %s; K/V %s; weights %s; chunk %lld; winner fetch %s; index fetch %s (%s)\n",
            method_budget_bits(mt), method_stored_bits(mt), (long long)cfg->k, sel_names[method_select(mt)], method_union(mt),

@@ -69,6 +69,11 @@ void provider_free(provider_t *p)
 
 const method_t *provider_method(const provider_t *p) { return p->mt; }
 
+bool provider_prefill_formulas(const plan_request_t *req)
+{
+    return req->phase == PLAN_PREFILL && req->new_tokens > PROVIDER_DECODE_MAX_TOKENS;
+}
+
 const cost_t *provider_cost(const provider_t *p) { return &p->cost; }
 
 /* A copy-engine fetch of per-query planes, costed by `cost`: the host needs the plan first. Chunked,
@@ -412,7 +417,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     const method_t *mt = p->mt;
     const method_cfg_t *c = method_cfg(mt);
     const llm_t *m = method_llm(mt);
-    bool prefill = req->phase == PLAN_PREFILL;
+    bool prefill = provider_prefill_formulas(req);
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
     builder_t b = {p, out, e, COST_GATHER_STEP, 0, INFINITY};

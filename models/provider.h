@@ -11,7 +11,8 @@
  * when the plan completes a chunk of T tokens, the quantiser and the device→host flush (a contiguous
  * index's part a strided 2D copy per KV head, a row per plane and scale run); then O
  * projection and MLP (GEMM, batch-mergeable, three kernels). Per plan: the LM head (batch-mergeable)
- * and sampling.
+ * and sampling. A prefill chunk of a few tokens is planned as a decode step
+ * (PROVIDER_DECODE_MAX_TOKENS).
  *
  * Streams: 0 compute, 1 host→device copies, 2 SM gathers, 3 device→host flushes.
  * Merge keys hash (model, weight dtype, phase, tokens, layer, which GEMM): equal keys come from equal
@@ -62,6 +63,13 @@ void provider_free(provider_t *p);
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e);
 
 const method_t *provider_method(const provider_t *p);
+/* A prefill chunk of at most this many tokens is planned as a decode step of as many tokens (a
+ * decode kernel's tile of query rows holds them): a session joining with its context already
+ * offloaded reads it as a decode step does, not whole. */
+#define PROVIDER_DECODE_MAX_TOKENS 16
+/* Whether req is planned with the prefill formulas (method_layer's `prefill`): a prefill chunk of
+ * more than PROVIDER_DECODE_MAX_TOKENS tokens. */
+bool provider_prefill_formulas(const plan_request_t *req);
 /* The provider's cost forms (seeded from its calibration), for those that re-cost its plans' ops. */
 const cost_t *provider_cost(const provider_t *p);
 /* The transfer form the provider fetches the rows of `kind` with (OPKIND_INDEX_FETCH: the index of

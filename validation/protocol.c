@@ -100,7 +100,7 @@ int protocol_build(protocol_prov_t *pp, const sim_t *sim, int gpu, const plan_re
     if (rc) return rc;
     const plan_t *in = &pp->tmp;
     const method_t *mt = provider_method(pp->inner);
-    bool prefill = req->phase == PLAN_PREFILL;
+    bool prefill = provider_prefill_formulas(req);
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, in->phase, in->tokens);
     out->graph_launch_ps = in->graph_launch_ps;

@@ -267,3 +267,21 @@ Test(bytes, kv_in_hbm_reads_in_place)
     cr_assert_eq(s[3].kv, 0);
     cr_assert_float_eq(s[3].hbm_attn, s[2].hbm_attn, 1e-3);
 }
+
+/* A prefill of a few tokens is a decode step: a session joining with 768K tokens already offloaded
+ * and one new token reads no K/V whole (its TTFT holds no full K/V read), but its index and u·k
+ * winners as a decode does; a chunk of 4096 tokens is a prefill. */
+Test(bytes, a_few_token_prefill_is_a_decode_step)
+{
+    sums_t p, d;
+    plan_sums("qwen3-8b", "method: fathom\nprefill: exact", 786432, 1, PLAN_PREFILL, &p, NULL);
+    plan_sums("qwen3-8b", "method: fathom\nprefill: exact", 786432, 1, PLAN_DECODE, &d, NULL);
+    cr_expect_eq(p.kv, 0, "no K/V read whole: %g B", p.kv);
+    cr_expect_float_eq(p.index, d.index, 1e-9);
+    cr_expect_float_eq(p.winner, d.winner, 1e-9);
+    cr_expect_eq(p.n_kind[OPKIND_WF_PLAN], 36);
+    plan_sums("qwen3-8b", "method: fathom\nprefill: exact", 786432, 16, PLAN_PREFILL, &p, NULL);
+    cr_expect_eq(p.kv, 0);
+    plan_sums("qwen3-8b", "method: fathom\nprefill: exact", 786432, 17, PLAN_PREFILL, &p, NULL);
+    cr_expect_float_eq(p.kv, 786432 * 2 * D * 2 * H * L, 1e-9, "past a few tokens, exact prefill reads all K/V");
+}
