@@ -30,7 +30,7 @@ typedef struct plan_args {
     const char *model, *method, *hw, *link, *calib, *catalog;
     const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
         *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *plane_scan, *winners,
-        *plane_bits, *key_variances;
+        *plane_bits, *key_variances, *index_layout, *max_context;
     uint64_t context;
     uint32_t prefill;
     int sessions;
@@ -55,6 +55,7 @@ static const opt_t opts[] = {
     O("--k-from-planes", "k_from_planes", k_from_planes), O("--prefetch", "prefetch", prefetch),
     O("--plane-scan", "plane_scan", plane_scan), O("--winners", "winners", winners),
     O("--plane-bits", "plane_bits", plane_bits), O("--key-variances", "key_variances", key_variances),
+    O("--index-layout", "index_layout", index_layout), O("--max-context", "max_context", max_context),
 };
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
@@ -215,7 +216,8 @@ static int setup(ctx_t *c, err_t *e)
 static const char *op_path(const plan_op_t *o)
 {
     switch (o->kind) {
-    case OPKIND_INDEX_FETCH: return o->exec == PLAN_EXEC_GPU ? "sm-gather" : o->pieces > 1 ? "ce-2d" : "ce";
+    case OPKIND_INDEX_FETCH:
+        return o->exec == PLAN_EXEC_GPU ? "sm-gather" : o->host_sync && o->pieces > 1 ? "ce-copies" : o->pieces > 1 ? "ce-2d" : "ce";
     case OPKIND_WINNER_FETCH: return o->exec == PLAN_EXEC_GPU ? "sm-gather" : "ce-batch";
     case OPKIND_H2D_COPY: return "ce";
     case OPKIND_FLUSH: return "ce-d2h";
@@ -297,8 +299,29 @@ static double k_clamped_to(const ctx_t *c)
 {
     const method_t *mt = provider_method(c->prov);
     method_layer_t o;
-    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > 0, &o);
+    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > PROVIDER_DECODE_MAX_TOKENS, &o);
     return o.winner_rows > 0 && o.winner_rows >= o.n_off * method_llm(mt)->kv_heads ? o.n_off : 0;
+}
+
+#define sel_names method_select_names
+static const char *const lay_names[] = {"split", "interleaved", "token", "page"};
+static const char *const fetch_names[] = {"sm", "ce", "auto"};
+
+/* Winner rows a KV head fetches in layer 0 of the plan (a page counts P rows). */
+static double rows_per_kv_head(const ctx_t *c)
+{
+    const method_t *mt = provider_method(c->prov);
+    method_layer_t ly;
+    method_layer(mt, 0, c->a.context, c->a.prefill ? c->a.prefill : 1, c->a.prefill > PROVIDER_DECODE_MAX_TOKENS, &ly);
+    return ly.winner_rows / method_llm(mt)->kv_heads;
+}
+
+/* The path of the plan's first index fetch from the host ("none" without one). */
+static const char *index_path(const ctx_t *c)
+{
+    for (uint32_t i = 0; i < c->plan.n_ops; i++)
+        if (c->plan.ops[i].kind == OPKIND_INDEX_FETCH) return op_path(&c->plan.ops[i]);
+    return "none";
 }
 
 static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, const footprint_total_t *ft,
@@ -312,14 +335,17 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
            method_name(mt), c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
            (unsigned long long)c->a.context, (long long)cfg->window, c->hw->box, c->hw->gpu, c->hw->gpus, c->hw->link);
-    if (c->a.prefill) printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill, cfg->prefill == PREFILL_EXACT ? "exact" : "sparse");
-    static const char *const sel[] = {"kv_head", "query_head", "shared"};
-    static const char *const lay[] = {"split", "interleaved", "token", "page"};
-    printf("  budget %.2f index bits read per token per KV head (stored %.2f); k %lld; select %s (union %.2f); layout %s;\n"
-           "  placement %s; K/V %s; weights %s; chunk %lld; winner fetch %s; index fetch %s\n",
-           method_budget_bits(mt), method_stored_bits(mt), (long long)cfg->k, sel[method_select(mt)], method_union(mt),
-           lay[method_layout(mt)], cfg->placement, llm_dtype_names[cfg->kv_dtype], llm_dtype_names[cfg->weight_dtype],
-           (long long)cfg->chunk, cfg->fetch == FETCH_SM ? "sm" : "ce", cfg->index_fetch == FETCH_SM ? "sm" : "ce");
+    if (c->a.prefill)
+        printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill,
+               c->a.prefill <= PROVIDER_DECODE_MAX_TOKENS ? "a few tokens: planned as a decode step"
+               : cfg->prefill == PREFILL_EXACT            ? "exact"
+                                                          : "sparse");
+    printf("  budget %.2f index bits read per token per KV head (stored %.2f); k %lld; select %s (union %.2f, %.0f rows per KV head);\n"
+           "  layout %s; index layout %s; placement %s; K/V %s; weights %s; chunk %lld; winner fetch %s; index fetch %s (%s)\n",
+           method_budget_bits(mt), method_stored_bits(mt), (long long)cfg->k, sel_names[method_select(mt)], method_union(mt),
+           rows_per_kv_head(c), lay_names[method_layout(mt)], method_index_layout_names[cfg->index_layout], cfg->placement,
+           llm_dtype_names[cfg->kv_dtype], llm_dtype_names[cfg->weight_dtype], (long long)cfg->chunk,
+           cfg->fetch == FETCH_SM ? "sm" : "ce", fetch_names[cfg->index_fetch], index_path(c));
     double clamped = k_clamped_to(c);
     if (clamped > 0)
         printf("  note: k %lld selects all %.0f offloaded tokens (context beyond the window): the plan fetches every one\n",
@@ -422,6 +448,12 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     json_object_set_new(set, "window_tokens", json_integer(cfg->window));
     json_object_set_new(set, "chunk_tokens", json_integer(cfg->chunk));
     jset(set, "union_factor", method_union(mt));
+    json_object_set_new(set, "select", json_string(sel_names[method_select(mt)]));
+    jset(set, "rows_per_kv_head", rows_per_kv_head(c));
+    json_object_set_new(set, "layout", json_string(lay_names[method_layout(mt)]));
+    json_object_set_new(set, "index_layout", json_string(method_index_layout_names[cfg->index_layout]));
+    json_object_set_new(set, "index_fetch", json_string(fetch_names[cfg->index_fetch]));
+    json_object_set_new(set, "index_fetch_path", json_string(index_path(c)));
     json_object_set_new(set, "placement", json_string(cfg->placement));
     json_object_set_new(set, "kv_dtype", json_string(llm_dtype_names[cfg->kv_dtype]));
     json_object_set_new(set, "weight_dtype", json_string(llm_dtype_names[cfg->weight_dtype]));
@@ -550,10 +582,12 @@ const cmd_t cmd_plan = {
     "  --chunk T          flushed chunk tokens     --window W   dense HBM window tokens (default 0)\n"
     "  --hw H             box (models/catalog/boxes.yaml; default h200-1)   --link L  replace the GPU's link\n"
     "  --placement P      host | hbm | layers:L | planes:t\n"
+    "  --index-layout L   sparq/fathom planes on the host: contiguous (default) | chunked\n"
+    "  --max-context N    contiguous index: tokens each plane run is reserved for (default: the context)\n"
     "  --layout L         split | interleaved | token | page\n"
-    "  --select S         kv_head | query_head | shared   --union U  per-query-head union factor\n"
+    "  --select S         group (default) | kv_head | query_head | shared   --union U  rows in units of k (group, query_head)\n"
     "  --kv-dtype D       bf16 | fp8                      --weight-dtype D  bf16 | fp8\n"
-    "  --fetch F          winner fetch: sm | ce           --index-fetch F   sm | ce\n"
+    "  --fetch F          winner fetch: sm | ce           --index-fetch F   sm | ce | auto\n"
     "  --store S          sparq storage: 4bit | bf16      --k-from-planes true|false\n"
     "  --prefill T        plan a prefill chunk of T tokens instead of a decode step\n"
     "  --prefill-mode M   exact | sparse                  --prefetch N  layers fetched ahead\n"

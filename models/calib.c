@@ -293,7 +293,7 @@ static bool is_assumed(const char *origin) { return !strncmp(origin, "assumed", 
 
 void calib_note(calib_t *c, const char *name, double x)
 {
-    centry_t *en = entry_find(c, name);
+    centry_t *en = c ? entry_find(c, name) : NULL;
     if (!en) return;
     en->uses++;
     if (isnan(x)) return;
@@ -304,7 +304,7 @@ void calib_note(calib_t *c, const char *name, double x)
 
 void calib_note_outside(calib_t *c, const char *name)
 {
-    centry_t *en = entry_find(c, name);
+    centry_t *en = c ? entry_find(c, name) : NULL;
     if (!en) return;
     en->uses++;
     en->outside++;

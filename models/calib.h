@@ -66,7 +66,8 @@ const calib_param_t *calib_find(const calib_t *c, const char *name);
 int calib_get(const calib_t *c, const char *name, double *out, err_t *e);
 
 /* Records that a prediction used `name` with predictor x (NAN: no predictor). Remembered when x lies
- * outside [lo, hi] or the origin starts with "assumed". */
+ * outside [lo, hi] or the origin starts with "assumed". c NULL: nothing is noted (a cost weighed,
+ * not predicted), and so for calib_note_outside. */
 void calib_note(calib_t *c, const char *name, double x);
 /* Records that a prediction extrapolated `name` beyond what was measured (e.g. a region past the last
  * knot). */

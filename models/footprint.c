@@ -9,7 +9,7 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
     const method_cfg_t *c = method_cfg(mt);
     const llm_t *m = method_llm(mt);
     double H = m->kv_heads, d = m->head_dim, W = (double)c->window;
-    double n_off = fmax(0.0, (double)context - W);
+    double n_off = method_offloaded_tokens(mt, context), span = method_index_span_tokens(mt, n_off);
     memset(o, 0, sizeof *o);
     double row = method_table(mt)->reads_all ? 2.0 * d * llm_dtype_bytes((llm_dtype_t)c->kv_dtype) : method_kv_row_bytes(mt);
     double kv_bytes = n_off * m->layers * H * row;
@@ -18,7 +18,7 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
     for (int l = 0; l < m->layers; l++) {
         double hb, bb;
         method_index_split(mt, l, &hb, &bb);
-        o->host_index_bytes += hb * n_off * H / 8.0;
+        o->host_index_bytes += hb * span * H / 8.0;   /* a contiguous index's reservation */
         o->hbm_index_bytes += bb * n_off * H / 8.0;
         method_layer_t ly;
         method_layer(mt, l, context, 1, false, &ly);
@@ -27,7 +27,8 @@ void footprint_session(const method_t *mt, uint64_t context, footprint_t *o)
         if (b > buf_max) buf_max = b;
     }
     o->host_bytes = o->host_kv_bytes + o->host_index_bytes;
-    o->hbm_tail_bytes = fmin((double)context, W) * m->layers * H * 2.0 * d * 2.0;
+    /* the window, or the open chunk's buffer of T tokens (bf16) where the window is smaller */
+    o->hbm_tail_bytes = fmax(fmin((double)context, W), (double)c->chunk) * m->layers * H * 2.0 * d * 2.0;
     o->hbm_buffer_bytes = buf_max;
     o->hbm_bytes = o->hbm_index_bytes + o->hbm_tail_bytes + o->hbm_buffer_bytes + (c->kv_placement == KV_HBM ? kv_bytes : 0);
     o->hbm_weight_bytes = llm_weight_bytes(m, (llm_dtype_t)c->weight_dtype);

@@ -1,9 +1,10 @@
 /* footprint — host DRAM (or CXL tier) and HBM a session and a box need, for any placement and dtype.
  *
- * Per session at n context tokens (n_off = n − W offloaded): host holds K/V (n_off·L·H·row bytes;
- * K as 4-bit keys with k_from_planes) and the host part of the index (stored bits·n_off·L·H/8 minus
- * what the placement keeps in HBM); HBM holds the index part placed there, the bf16 dense window
- * (W·L·H·2·d·2), and the buffers of one step (index and winner or K/V buffers, `prefetch`+1 layers
+ * Per session at n context tokens (n_off = n − max(W, n mod T) offloaded): host holds K/V (n_off·L·H·row
+ * bytes; K as 4-bit keys with k_from_planes) and the host part of the index (stored bits·L·H/8 per
+ * token of n_off, or of a contiguous index's reservation max_context − W where larger, minus what the
+ * placement keeps in HBM); HBM holds the index part placed there, the bf16 dense window or the
+ * open chunk's buffer of T tokens, the larger (max(W, T)·L·H·2·d·2), and the buffers of one step (index and winner or K/V buffers, `prefetch`+1 layers
  * deep, and one layer's scores). Weights (bf16 or fp8) are per GPU, shared by its sessions. */
 #ifndef ODSIM_MODELS_FOOTPRINT_H
 #define ODSIM_MODELS_FOOTPRINT_H

@@ -7,10 +7,12 @@
 #include <string.h>
 #include "models/method_ops.h"
 
-static const char *const select_names[] = {"kv_head", "query_head", "shared", "default", NULL};
+const char *const method_select_names[] = {"kv_head", "query_head", "shared", "group", "default", NULL};
+#define select_names method_select_names
 static const char *const layout_names[] = {"split", "interleaved", "token", "page", "default", NULL};
 static const char *const fetch_names[] = {"sm", "ce", NULL};
 static const char *const index_fetch_names[] = {"sm", "ce", "auto", NULL};
+const char *const method_index_layout_names[] = {"contiguous", "chunked", "default", NULL};
 static const char *const prefill_names[] = {"exact", "sparse", NULL};
 static const char *const tier_names[] = {"dram", "cxl", NULL};
 static const char *const kv_place_names[] = {"host", "hbm", NULL};
@@ -24,14 +26,14 @@ static const cfg_param_t method_params[] = {
     P_("method", CFG_T_ENUM, method, NULL, 1, 0, NULL, "the attention method (models/methods/)"),
     P_("budget", CFG_T_DOUBLE, budget_bits, "0", 0, 65536, NULL,
        "index bits read per token per KV head, scales included (0: pertoken/sparq 136, fathom 56, fixed for hashattn/landmark)"),
-    P_("k", CFG_T_INT, k, "2048", 1, 1e9, NULL, "selected tokens (per KV head, or per query head)"),
+    P_("k", CFG_T_INT, k, "512", 1, 1e9, NULL, "selected tokens per selection set (per query head, KV head or all heads; the papers' headline setting 512)"),
     P_("page", CFG_T_INT, page, "16", 1, 4096, NULL, "P: tokens per landmark page"),
     P_("chunk", CFG_T_INT, chunk, "1024", 64, 1 << 24, NULL, "T: tokens per flushed chunk, a multiple of 64"),
-    P_("window", CFG_T_INT, window, "0", 0, 1e12, NULL, "W: dense HBM tokens (sinks, local window, open chunk)"),
+    P_("window", CFG_T_INT, window, "0", 0, 1e12, NULL, "W: dense HBM tokens, the latest W (sinks, local window, open chunk); the open chunk (context mod T) is dense whatever W"),
     P_("select", CFG_T_ENUM, select, "default", 1, 0, select_names,
-       "GQA selection: per KV head, per query head (union), or shared by all KV heads; default: hashattn query_head, else kv_head"),
+       "GQA selection: per KV head (k rows), per query head (a KV head fetches the union of G sets, u·k rows), shared by all KV heads, or group (per KV head on its G query heads' pooled scores, u·k rows: the size of their union); default: group for every method (token layout: shared)"),
     P_("union", CFG_T_DOUBLE, union_factor, "0", 0, 4096, NULL,
-       "u: rows per KV head in units of k with per-query-head selection, in [1, G]; 0: (1 + G)/2 (assumed)"),
+       "u: rows per KV head in units of k with select query_head or group, in [1, G]; 0: (1 + G)/2 (assumed)"),
     P_("layout", CFG_T_ENUM, layout, "default", 1, 0, layout_names,
        "host K/V layout: split, interleaved, token (needs select shared), page (needs landmark); default: landmark page, else interleaved"),
     P_("placement", CFG_T_STRING, placement, "host", 1, 0, NULL, "index placement: host | hbm | layers:L | planes:t"),
@@ -44,7 +46,11 @@ static const cfg_param_t method_params[] = {
     P_("winners", CFG_T_ENUM, winners, "repeat", 1, 0, winners_names,
        "SM winner fetch: winners mostly the last step's (repeat: their address translations cached from the step before) or all new each step (new: every row a first touch, slower past 512 MiB)"),
     P_("index_fetch", CFG_T_ENUM, index_fetch, "auto", 1, 0, index_fetch_names,
-       "index fetch: SM gather, or copy engine (contiguous; for per-query planes one 2D copy per KV head and channel); auto: sm for sparq and fathom, else ce"),
+       "index fetch: SM gather, or copy engine (contiguous runs; per-query planes: one batched copy of the plane runs, or with index_layout chunked one 2D copy per KV head and channel); auto: for sparq and fathom the faster of the two for the layout, else ce"),
+    P_("index_layout", CFG_T_ENUM, index_layout, "default", 1, 0, method_index_layout_names,
+       "channel-major index (sparq, fathom) on the host: contiguous (each layer, KV head, channel and plane one run reserved for max_context; a flush a strided 2D copy per layer and KV head) or chunked (channel-major within each flushed chunk of T tokens); default: contiguous"),
+    P_("max_context", CFG_T_INT, max_context, "0", 0, 1e12, NULL,
+       "contiguous index layout: tokens each run is reserved for, the session's maximum context (counted in the footprint); 0: the context at hand"),
     P_("prefill", CFG_T_ENUM, prefill, "exact", 1, 0, prefill_names, "prefill chunks: exact (all K/V) or sparse (scan per chunk)"),
     P_("prefill_union", CFG_T_DOUBLE, prefill_union, "8", 1, 1e9, NULL,
        "sparse prefill: rows per KV head per chunk in units of k (assumed)"),
@@ -178,6 +184,17 @@ static bool has_form(const method_ops_t *ops, const char *form)
     return false;
 }
 
+/* The selection every method takes by default, so that k means the same rows for all of them: k per
+ * query head, one selection per KV head on its G query heads' pooled scores (one score vector per KV
+ * head, as Fathom's shared read plan scores them), as many rows as the union of G per-query-head
+ * sets holds, u·k (u = (1 + G)/2 unless given). It reproduces the published winner volume
+ * (published-quality.md, Fathom): Qwen3-8B at k = 512 fetches 36 layers × 8 KV heads × 2.5 × 512 rows
+ * × 512 B (K and V of d = 128 in bf16) = 189 MB of winner rows per step, the paper's "about 200 MB";
+ * k rows per KV head would fetch 75 MB, k per query head without a union 302 MB
+ * (tests/models/test_selection.c). Per-query-head selection fetches as many rows but scores and
+ * selects G times over. */
+#define METHOD_SELECT_RULE SELECT_GROUP
+
 static int resolve_selection(method_t *mt, err_t *e)
 {
     const method_cfg_t *c = &mt->cfg;
@@ -186,7 +203,7 @@ static int resolve_selection(method_t *mt, err_t *e)
     mt->layout = c->layout == LAYOUT_DEFAULT ? ops->layout : (method_layout_t)c->layout;
     if (c->select != SELECT_DEFAULT) mt->select = (method_select_t)c->select;
     else if (mt->layout == LAYOUT_TOKEN) mt->select = SELECT_SHARED;
-    else mt->select = ops->select;
+    else mt->select = ops->reads_all ? SELECT_KV_HEAD : METHOD_SELECT_RULE;
     if (mt->layout == LAYOUT_TOKEN && mt->select != SELECT_SHARED && !ops->reads_all)
         return err_set(e, ERR_INVAL,
                        "layout token keeps all KV heads of a token together: it pays only with one selection shared by the KV heads (select shared), not select %s",
@@ -195,16 +212,21 @@ static int resolve_selection(method_t *mt, err_t *e)
         return err_set(e, ERR_INVAL, "layout page fetches whole pages of %lld tokens: it needs page-granular selection (landmark), not %s",
                        (long long)c->page, ops->name);
     mt->u = 1.0;
-    if (mt->select == SELECT_QUERY_HEAD) {
+    if (mt->select == SELECT_QUERY_HEAD || mt->select == SELECT_GROUP) {
         mt->u = c->union_factor > 0 ? c->union_factor : (1.0 + G) / 2.0;
         if (mt->u < 1.0 || mt->u > G)
             return err_set(e, ERR_RANGE, "union factor %g outside [1, G = %g]: the union of G per-query-head sets holds between k and G·k rows",
                            mt->u, G);
     } else if (c->union_factor > 0 && c->union_factor != 1.0) {
-        return err_set(e, ERR_INVAL, "union %g needs per-query-head selection (select query_head)", c->union_factor);
+        return err_set(e, ERR_INVAL, "union %g needs per-query-head or group selection (select query_head or group)", c->union_factor);
     }
     if (c->chunk % 64)
         return err_set(e, ERR_INVAL, "chunk %lld: a chunk holds whole 64-token scale blocks (a multiple of 64)", (long long)c->chunk);
+    /* only a channel-major index (read by per-query channel prefixes) has a layout to choose */
+    if (mt->cfg.index_layout == INDEX_LAYOUT_DEFAULT) mt->cfg.index_layout = INDEX_CONTIGUOUS;
+    else if (!ops->query_dependent && mt->cfg.index_layout == INDEX_CHUNKED)
+        return err_set(e, ERR_INVAL, "index_layout chunked stores a channel-major index chunk by chunk: %s keeps %s", ops->name,
+                       ops->reads_all ? "no index" : "its index token-major, one run per head");
     if (c->k_from_planes && ops->reads_all)
         return err_set(e, ERR_INVAL, "k_from_planes: %s reads every K row, there are no winners", ops->name);
     if ((c->plane_bits || c->n_key_variances) && !ops->planner)
@@ -235,7 +257,8 @@ int method_new(const method_cfg_t *cfg, const llm_t *m, method_t **out, err_t *e
     if (!mt) return err_set(e, ERR_NOMEM, "method: out of memory");
     mt->cfg = *cfg;
     mt->ops = method_ops_at(cfg->method);
-    if (mt->ops && mt->cfg.index_fetch == FETCH_AUTO) mt->cfg.index_fetch = mt->ops->index_fetch;
+    /* auto stays for per-query planes: the provider picks the faster path per layer */
+    if (mt->ops && mt->cfg.index_fetch == FETCH_AUTO && !mt->ops->query_dependent) mt->cfg.index_fetch = mt->ops->index_fetch;
     snprintf(mt->placement, sizeof mt->placement, "%s", cfg->placement ? cfg->placement : "host");
     mt->cfg.placement = mt->placement;
     mt->m = *m;
@@ -316,19 +339,42 @@ uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t ne
     return ((context + new_tokens) / T - context / T) * T;
 }
 
+double method_offloaded_tokens(const method_t *mt, uint64_t context)
+{
+    /* the window holds the latest W tokens, the open chunk at least the latest n mod T */
+    uint64_t open = context % (uint64_t)mt->cfg.chunk;
+    return fmax(0.0, (double)context - fmax((double)mt->cfg.window, (double)open));
+}
+
+double method_dense_tokens(const method_t *mt, uint64_t context)
+{
+    return (double)context - method_offloaded_tokens(mt, context);
+}
+
+/* whether the index is channel-major in runs reserved for the whole session */
+static bool contiguous_planes(const method_t *mt)
+{
+    return mt->ops->query_dependent && mt->cfg.index_layout == INDEX_CONTIGUOUS;
+}
+
+double method_index_span_tokens(const method_t *mt, double n_off)
+{
+    return contiguous_planes(mt) ? fmax(n_off, (double)mt->cfg.max_context - (double)mt->cfg.window) : n_off;
+}
+
 void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_tokens, bool prefill,
                   method_layer_t *o)
 {
     const method_cfg_t *c = &mt->cfg;
     const llm_t *m = &mt->m;
     double H = m->kv_heads, Hq = m->q_heads, G = llm_group(m), d = m->head_dim;
-    double W = (double)c->window, n = (double)context, nt = new_tokens;
+    double nt = new_tokens;
     memset(o, 0, sizeof *o);
-    double n_off = fmax(0.0, n - W);
+    double n_off = method_offloaded_tokens(mt, context);
     o->n_off = n_off;
     double row = method_kv_row_bytes(mt);          /* K + V per token per KV head on the host */
     double dense_row = 2.0 * d * mt->e;
-    double tail_tokens = fmin(n, W) + nt;
+    double tail_tokens = method_dense_tokens(mt, context) + nt;   /* the window or the open chunk */
     o->tail_hbm_bytes = tail_tokens * H * 2.0 * d * 2.0;
     o->tail_flops = 4.0 * d * Hq * tail_tokens * nt;
     bool reads_all = mt->ops->reads_all;
@@ -341,10 +387,20 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     double sh_bits, sb_bits;
     split_bits(mt, layer, true, &sh_bits, &sb_bits);
     bool kv_hbm = c->kv_placement == KV_HBM;
+    int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
     if (tf > 0) {
         double kv = kv_hbm ? 0 : reads_all ? dense_row : row;
+        double kv_pieces = kv_hbm ? 0 : mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head;
         o->flush_bytes = tf * H * (kv + sh_bits / 8.0);
-        o->flush_pieces = (kv_hbm ? 0 : mt->layout == LAYOUT_TOKEN ? 1.0 : H * kv_pieces_per_head) + (sh_bits > 0 ? H : 0);
+        if (sh_bits > 0 && contiguous_planes(mt)) {
+            /* a row into each host plane and each channel's scales (bf16 channels: a row each) */
+            o->flush_index_bytes = tf * H * sh_bits / 8.0;
+            o->flush_index_copies = H;
+            o->flush_index_rows = H * (mt->ix.planes ? method_plane_pieces(d, t) : d);
+            o->flush_pieces = kv_pieces + o->flush_index_rows;
+        } else {
+            o->flush_pieces = kv_pieces + (sh_bits > 0 ? H : 0);
+        }
         if (!reads_all) o->quantize_bytes = tf * H * (d * 2.0 + (sh_bits + sb_bits) / 8.0);
     }
 
@@ -362,9 +418,8 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->index_host_bytes = host_bits * n_off * H / 8.0;
     o->index_hbm_bytes = hbm_bits * n_off * H / 8.0;
     o->hbm_index = host_bits == 0;
-    int t = mt->place == PLACE_PLANES ? mt->place_arg : 0;
     o->index_pieces = (host_bits > 0 && n_off > 0) ? H * mt->ops->index_pieces(&mt->ix, c, m, n_off, t, prefill) : 0;
-    o->index_region_bytes = sh_bits * n_off * H / 8.0;
+    o->index_region_bytes = sh_bits * method_index_span_tokens(mt, n_off) * H / 8.0;
     o->scan_flops = 2.0 * G * (o->index_host_bytes + o->index_hbm_bytes) * nt;
 
     /* top-k and the winners */
@@ -377,7 +432,9 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     o->score_rows = sets;
     double k = (double)c->k;
     double want = prefill ? c->prefill_union * k : mt->u * k;
-    o->select_k = fmin(ceil((prefill ? c->prefill_union * k : k) / P), per_head_scores);
+    /* a group's pooled selection keeps its union's rows; a query head its own k */
+    double keep = prefill ? c->prefill_union * k : mt->select == SELECT_GROUP ? mt->u * k : k;
+    o->select_k = fmin(ceil(keep / P), per_head_scores);
     double units = fmin(ceil(want / P), ceil(n_off / P));     /* pages (P = 1: rows) per KV head */
     if (n_off <= 0) units = 0;
     double rows_per_head = fmin(units * P, n_off);
@@ -392,6 +449,6 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
     }
     if (kv_hbm) o->winner_pieces = 0;
     o->attn_hbm_bytes = o->winner_rows * row;
-    double rows_per_query = fmin(fmin(k, n_off), rows_per_head);
+    double rows_per_query = fmin(fmin(mt->select == SELECT_GROUP ? mt->u * k : k, n_off), rows_per_head);
     o->attn_flops = 4.0 * d * Hq * rows_per_query * nt + (prefill ? 2.0 * d * Hq * nt * nt : 0);
 }

@@ -2,8 +2,9 @@
  * byte counts of one layer of a decode step or prefill chunk (DESIGN.md "Methods"), generic over the
  * methods' tables of operations (models/method_ops.h; one module each in models/methods/).
  *
- * Notation: n context tokens, W of them in the dense HBM window (sinks, local window, open chunk;
- * default 0), n_off = n − W offloaded tokens; per layer H KV heads, G query heads per KV head, head
+ * Notation: n context tokens, T per flushed chunk, W of them in the dense HBM window (sinks, local
+ * window, open chunk; default 0), n_off = n − max(W, n mod T) offloaded tokens (the open chunk is
+ * dense whatever W); per layer H KV heads, G query heads per KV head, head
  * dim d, K/V element bytes e; k selected tokens. Budget = index bits read per token per KV head,
  * scales included. Per layer and KV head, a decode step reads:
  *   dense     2·d·e·n_off bytes of K and V
@@ -21,8 +22,18 @@
  * `token` (all KV heads of a token together: needs `shared` selection, one for all KV heads),
  * `page` (pages of P tokens: needs page selection, i.e. `landmark`). Index placement: `host`, `hbm`,
  * `layers:L` (the first L layers' index in HBM) or `layers:a-b,c` (those layers), `planes:t` (sparq/fathom: the first t planes of
- * every channel and the scales in HBM). Planes are channel-major within chunks of T tokens (T a
- * multiple of 64), so a plane-prefix read is n_off/T pieces of b_c·T/8 bytes per channel. */
+ * every channel and the scales in HBM).
+ *
+ * Index layout (channel-major indexes: sparq, fathom), apart from the flush's chunk of T tokens:
+ * `contiguous` (default) keeps each (layer, KV head, channel, plane) in one run reserved for the
+ * session's maximum context (max_context; the footprint counts the reservation), so a decode reads
+ * per KV head one piece of n_off/8 bytes per plane read and one of n_off/32 per channel's scales, and
+ * a flush writes T/8 bytes into every plane and T/32 into every channel's scales (one strided 2D
+ * device-to-host copy per layer and KV head, a row per plane and per scale run); `chunked` keeps the
+ * planes channel-major within each chunk, so a plane-prefix read is n_off/T pieces of b_c·T/8 bytes
+ * per channel and a flush one contiguous piece per KV head. The open chunk (n mod T tokens not yet
+ * flushed) stays in HBM and is attended densely, within the window where W holds it:
+ * n_off = n − max(W, n mod T). */
 #ifndef ODSIM_MODELS_METHOD_H
 #define ODSIM_MODELS_METHOD_H
 
@@ -34,11 +45,14 @@
 #include "models/fathom.h"
 #include "models/llm.h"
 
-typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_DEFAULT } method_select_t;
+typedef enum { SELECT_KV_HEAD = 0, SELECT_QUERY_HEAD, SELECT_SHARED, SELECT_GROUP, SELECT_DEFAULT } method_select_t;
+extern const char *const method_select_names[];  /* NULL-terminated, in method_select_t order */
 typedef enum { LAYOUT_SPLIT = 0, LAYOUT_INTERLEAVED, LAYOUT_TOKEN, LAYOUT_PAGE, LAYOUT_DEFAULT } method_layout_t;
 typedef enum { STORE_4BIT = 0, STORE_BF16 } method_store_t;
 extern const char *const method_store_names[];  /* NULL-terminated, in method_store_t order */
 typedef enum { FETCH_SM = 0, FETCH_CE, FETCH_AUTO } method_fetch_t;
+typedef enum { INDEX_CONTIGUOUS = 0, INDEX_CHUNKED, INDEX_LAYOUT_DEFAULT } method_index_layout_t;
+extern const char *const method_index_layout_names[];  /* NULL-terminated, in method_index_layout_t order */
 typedef enum { PREFILL_EXACT = 0, PREFILL_SPARSE } method_prefill_t;
 typedef enum { TIER_DRAM = 0, TIER_CXL } method_tier_t;
 typedef enum { PLACE_HOST = 0, PLACE_HBM, PLACE_LAYERS, PLACE_PLANES } method_place_t;
@@ -67,8 +81,12 @@ typedef struct method_cfg {
     int store;              /* sparq: method_store_t */
     int fetch;              /* winner fetch: method_fetch_t */
     int winners;            /* 0: repeat (mostly the last step's, as a re-read finds them), 1: new each step */
-    int index_fetch;        /* index fetch from host: method_fetch_t (ce: contiguous or 2D copies; auto:
-                             * sm for per-query planes, whose copies would be one per head and channel, else ce) */
+    int index_fetch;        /* index fetch from host: method_fetch_t (ce: contiguous runs, 2D copies of a
+                             * chunked plane index, or one batched copy of a contiguous one's plane runs;
+                             * auto: for per-query planes the faster of sm and ce for the layout (the
+                             * provider decides per layer), else the method's own path) */
+    int index_layout;       /* method_index_layout_t, resolved (default: contiguous) */
+    int64_t max_context;    /* contiguous index: tokens each run is reserved for (0: the context) */
     int prefill;            /* method_prefill_t */
     double prefill_union;   /* sparse prefill: rows per KV head per chunk, in units of k */
     int64_t prefetch;       /* index/KV buffers per layer ahead of use (≥ 1: prefetch a layer early) */
@@ -124,7 +142,8 @@ typedef struct method_layer {
     double index_host_bytes;      /* index read from host */
     double index_hbm_bytes;       /* index read where it is resident in HBM */
     double index_pieces;          /* pieces of the host read */
-    double index_region_bytes;    /* host bytes the index of this layer spans */
+    double index_region_bytes;    /* host bytes the index of this layer spans (a contiguous index: its
+                                   * reservation) */
     double kv_host_bytes;         /* dense/exact: all offloaded K and V */
     double kv_pieces;
     double winner_rows;           /* rows fetched, all KV heads (a page counts P rows) */
@@ -139,7 +158,10 @@ typedef struct method_layer {
     double attn_hbm_bytes;        /* K/V the main attention reads from HBM */
     double attn_flops, tail_flops, scan_flops;
     double flush_bytes;           /* device→host bytes of completed chunks (K/V and index) */
-    double flush_pieces;
+    double flush_pieces;          /* their pieces: K/V pieces and index pieces or rows */
+    double flush_index_bytes;     /* contiguous index: the index's part of flush_bytes, written as */
+    double flush_index_rows;      /* rows of T/8 (a plane) or T/32 bytes (a channel's scales) */
+    double flush_index_copies;    /* strided 2D copies, one per KV head (0: chunked, one piece each) */
     double quantize_bytes;        /* HBM bytes the quantiser reads and writes */
     bool hbm_index;               /* the whole index of this layer is in HBM */
 } method_layer_t;
@@ -151,6 +173,14 @@ void method_layer(const method_t *mt, int layer, uint64_t context, uint32_t new_
 
 /* Tokens flushed by a plan: whole chunks of T completed by its new tokens. */
 uint64_t method_flushed_tokens(const method_t *mt, uint64_t context, uint32_t new_tokens);
+
+/* Offloaded tokens at `context` (less the window W or the open chunk, the larger), and the tokens a
+ * host index's runs span per layer and KV head (a contiguous index: its reservation, at least n_off). */
+double method_offloaded_tokens(const method_t *mt, uint64_t context);
+double method_index_span_tokens(const method_t *mt, double n_off);
+/* Tokens attended densely from HBM at `context` before a plan's new tokens: the window W or the
+ * open chunk (context mod T), the larger. */
+double method_dense_tokens(const method_t *mt, uint64_t context);
 
 /* Bytes of K/V (per token per layer per KV head) as stored on the host: K (bf16/fp8 row, or 4-bit
  * key when k_from_planes) + V. */

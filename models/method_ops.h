@@ -4,7 +4,7 @@
  * A method's table gives what the generic forms of models/method.c switch on per method: its budget
  * rule (read and stored index bits, resolved against a model), its index's pieces per KV head, its
  * plane reads (methods keeping bit planes), its scan family, whether its reads depend on the query,
- * its default selection, layout and index fetch path. A method's name is its key in scenarios, on
+ * the selection its kernels were measured with, its default layout and index fetch path. A method's name is its key in scenarios, on
  * `odsim plan --method`, in the quality tables and in cost parameter names (scan_<family>_*).
  * Adding a method = its module, its row in the registry (or method_register at run time), its quality
  * rows (models/catalog/quality.yaml), its kernel and reference in kernels/, and tests. */
@@ -43,15 +43,16 @@ typedef struct method_ops {
                             * plane_bits, keys, seed and queries are its */
     bool pages;            /* selects pages of `page` tokens, fetched whole (layout page) */
     bool budget_fixed;     /* the model fixes its budget: the budget key is 0 or that value */
-    method_select_t select;     /* selection by default */
+    method_select_t select;     /* the selection its measured kernels ran with (kbench; a validation
+                                 * probe asks for it): every method selects per query head by default */
     method_layout_t layout;     /* host K/V layout by default */
     method_fetch_t index_fetch; /* index fetch path by default (index_fetch: auto) */
     /* The budget rule: fills *ix for cfg on model m, K/V elements of kv_bytes bytes. Errors:
      * ERR_INVAL, ERR_RANGE (the budget or a method key out of what the method reads), ERR_NOMEM. */
     int (*resolve)(const method_cfg_t *cfg, const llm_t *m, double kv_bytes, method_index_t *ix, err_t *e);
     /* Pieces per KV head of a host index read over n_off offloaded tokens, the first t planes in HBM
-     * (placement planes:t, else 0), by a decode step or (prefill) a prefill chunk; NULL when
-     * reads_all. */
+     * (placement planes:t, else 0), by a decode step or (prefill) a prefill chunk, in the layout
+     * cfg->index_layout (resolved); NULL when reads_all. */
     double (*index_pieces)(const method_index_t *ix, const method_cfg_t *cfg, const llm_t *m, double n_off, int t,
                            bool prefill);
     /* Index bits per token per KV head a decode step reads of the planes past the first t (t ≥ 1);
@@ -69,6 +70,10 @@ const method_index_t *method_index(const method_t *mt);
 /* Bits per token per KV head of `channels` channels of 4-bit planes past the first t (the scales with
  * them when t = 0). */
 double method_plane_bits(double channels, int t);
+
+/* Runs per KV head of `channels` channels of a contiguous 4-bit plane index past the first t planes:
+ * a plane each, and the channel's scales (one run per channel) when t = 0. */
+double method_plane_pieces(double channels, int t);
 
 /* The budget rule of a method whose index the model fixes at `fixed` bits (`what`: what besides the
  * model fixes it, "" for nothing): budget 0 or `fixed`. Errors: ERR_INVAL naming both. */

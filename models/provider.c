@@ -16,6 +16,7 @@ struct provider {
     const hw_t *hw;
     const cost_t *cost;       /* own_cost, or one shared by the sessions of a run */
     cost_t *own_cost;
+    cost_t quiet;             /* the same forms noting nothing: to weigh a path not taken */
     cost_paths_t paths;
     const sim_t *paths_sim;
     int paths_gpu;
@@ -38,6 +39,8 @@ int provider_new_costed(const method_t *mt, const hw_t *hw, const cost_t *cost, 
     p->paths_gpu = -1;
     p->mt = (method_t *)mt;
     p->cost = cost;
+    p->quiet = *cost;
+    p->quiet.cal = NULL;
     *out = p;
     return ERR_OK;
 }
@@ -80,14 +83,66 @@ void provider_free(provider_t *p)
 
 const method_t *provider_method(const provider_t *p) { return p->mt; }
 
+bool provider_prefill_formulas(const plan_request_t *req)
+{
+    return req->phase == PLAN_PREFILL && req->new_tokens > PROVIDER_DECODE_MAX_TOKENS;
+}
+
 const cost_t *provider_cost(const provider_t *p) { return p->cost; }
 
-cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill)
+/* A copy-engine fetch of per-query planes, costed by `cost`: the host needs the plan first. Chunked,
+ * it issues one 2D copy per (KV head, active channel), one after another on the copy stream, each a
+ * row per chunk (the channel's plane prefix), rows a chunk apart in host memory: the chain costs one
+ * copy setup and then ce2d_copy per further copy (fitted on such chains: the host issues the next
+ * copy while the engine runs the one before). Contiguous, one batched copy of the plan's plane and
+ * scale runs (cebatch_piece each). */
+static void ce_planes_op(const provider_t *p, const cost_t *cost, const method_layer_t *ly, plan_op_t *op)
+{
+    const method_cfg_t *c = method_cfg(p->mt);
+    memset(op, 0, sizeof *op);
+    op->weight = 1.0;
+    if (c->index_layout == INDEX_CONTIGUOUS) {
+        cost_transfer(cost, &p->paths, COST_CE_BATCH, true, ly->index_host_bytes, ly->index_pieces, ly->index_region_bytes,
+                      COST_GATHER_STEP, op);
+    } else {
+        double active = method_table(p->mt)->plan_channels(method_index(p->mt));
+        double copies = fmax(1.0, active * method_llm(p->mt)->kv_heads);
+        double rows = copies * ceil(ly->n_off / (double)c->chunk);
+        cost_transfer(cost, &p->paths, COST_CE_STRIDED, true, ly->index_host_bytes, rows, ly->index_region_bytes,
+                      COST_GATHER_STEP, op);
+        op->cost.latency_ps = cost_ps(cost->ce_latency_s + (copies - 1) * cost->ce2d_copy_s);
+        op->launch_ps = cost_ps(cost->copy_launch_s);
+        calib_note(cost->cal, "ce2d_copy_us", copies);
+    }
+    op->host_sync = true;
+}
+
+/* Whether index_fetch auto fetches a query's planes of a layer shaped ly with the SMs: the faster
+ * alone of the SM prefix gather and the copy engine's path for the layout (the SM on a tie or where
+ * either cannot be timed). */
+static bool auto_planes_by_sm(const provider_t *p, const method_layer_t *ly)
+{
+    plan_op_t sm, ce;
+    memset(&sm, 0, sizeof sm);
+    cost_transfer(&p->quiet, &p->paths, COST_SM_PREFIX, true, ly->index_host_bytes, ly->index_pieces,
+                  ly->index_region_bytes, COST_GATHER_ALONE, &sm);
+    ce_planes_op(p, &p->quiet, ly, &ce);
+    sim_ps_t t_sm, t_ce;
+    err_t e;
+    if (plan_op_alone_ps(&sm, p->paths_sim, &t_sm, &e) || plan_op_alone_ps(&ce, p->paths_sim, &t_ce, &e)) return true;
+    return t_sm + sm.launch_ps <= t_ce + ce.launch_ps;
+}
+
+cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill, const method_layer_t *ly)
 {
     const method_cfg_t *c = method_cfg(p->mt);
     if (kind == OPKIND_INDEX_FETCH) {
-        bool query_dependent = !prefill && method_table(p->mt)->query_dependent;
-        return c->index_fetch != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
+        const method_ops_t *ops = method_table(p->mt);
+        bool query_dependent = !prefill && ops->query_dependent;
+        int path = c->index_fetch;
+        if (path == FETCH_AUTO)
+            path = !query_dependent ? ops->index_fetch : !ly || auto_planes_by_sm(p, ly) ? FETCH_SM : FETCH_CE;
+        return path != FETCH_SM ? COST_CE : query_dependent ? COST_SM_PREFIX : COST_SM_GATHER;
     }
     /* the winners come head by head, each head's from its own part of the region (but for a token
      * layout, whose rows hold every head) */
@@ -96,7 +151,6 @@ cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill)
            : c->winners                           ? COST_SM_HEADS_NEW
                                                   : COST_SM_HEADS;
 }
-
 
 static uint64_t merge_key(const llm_t *m, int dtype, int phase, uint32_t tokens, int layer, int which)
 {
@@ -328,36 +382,41 @@ static int resolve_paths(provider_t *p, const sim_t *sim, int gpu, err_t *e)
     return ERR_OK;
 }
 
-/* A copy-engine fetch of per-query planes: the host needs the plan first, then issues one 2D copy
- * per (KV head, active channel), one after another on the copy stream, each a row per chunk (the
- * channel's plane prefix), rows a chunk apart in host memory. The chain costs one copy setup and
- * then ce2d_copy per further copy (fitted on such chains: the host issues the next copy while the
- * engine runs the one before). */
-static int add_channel_copies(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *dep, uint32_t *id)
+/* The copy-engine fetch of a query's planes (ce_planes_op) into the plan. */
+static int add_ce_planes(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *dep, uint32_t *id)
 {
-    const provider_t *p = b->p;
-    const method_cfg_t *c = method_cfg(p->mt);
-    double active = method_table(p->mt)->plan_channels(method_index(p->mt));
-    double copies = fmax(1.0, active * method_llm(p->mt)->kv_heads);
-    double rows = copies * ceil(ly->n_off / (double)c->chunk);
-    int rc = add_transfer(b, OPKIND_INDEX_FETCH, layer, COST_CE_STRIDED, true, ly->index_host_bytes, rows,
-                          ly->index_region_bytes, dep, 1, id);
+    plan_op_t op;
+    ce_planes_op(b->p, b->p->cost, ly, &op);
+    op.kind = OPKIND_INDEX_FETCH;
+    op.layer = (uint16_t)layer;
+    op.stream = STREAM_H2D;
+    op.bytes_host = op.bytes_hbm = ly->index_host_bytes;
+    return add(b, &op, dep, 1, id);
+}
+
+/* A flush of a contiguous index: per KV head a strided 2D device-to-host copy, a row into each host
+ * plane and scale run, one after another on the flush stream (as the index fetch's chains: one copy
+ * setup, then ce2d_copy per further copy, ce2d_page_row per row as each row lands on its own pages). */
+static int add_index_flush(builder_t *b, int layer, const method_layer_t *ly, const uint32_t *dep, uint32_t *id)
+{
+    const cost_t *cost = b->p->cost;
+    int rc = add_transfer(b, OPKIND_FLUSH, layer, COST_CE_STRIDED, false, ly->flush_index_bytes, ly->flush_index_rows, 0, dep,
+                          1, id);
     if (rc) return rc;
     plan_op_t *op = &b->out->ops[*id];
-    op->host_sync = true;
-    op->cost.latency_ps = cost_ps(p->cost->ce_latency_s + (copies - 1) * p->cost->ce2d_copy_s);
-    op->launch_ps = cost_ps(p->cost->copy_launch_s);
-    calib_note(p->cost->cal, "ce2d_copy_us", copies);
+    op->cost.latency_ps = cost_ps(cost->ce_latency_s + (ly->flush_index_copies - 1) * cost->ce2d_copy_s);
+    calib_note(cost->cal, "ce2d_copy_us", ly->flush_index_copies);
     return ERR_OK;
 }
 
 /* Address translations the SM gathers of one step touch, every layer's (ly[0..L)): the index where
  * the SMs fetch it, the winners where the SMs gather them (each layer's rows over its own region). */
-static double step_translations(const provider_t *p, const method_layer_t *ly, int L, bool idx_sm, bool win_sm)
+static double step_translations(const provider_t *p, const method_layer_t *ly, int L, const cost_xfer_t *idx_form,
+                                bool win_sm)
 {
     double sum = 0;
     for (int l = 0; l < L; l++) {
-        if (idx_sm && ly[l].index_host_bytes > 0)
+        if (idx_form[l] != COST_CE && ly[l].index_host_bytes > 0)
             sum += cost_gather_translations(p->cost, ly[l].index_pieces, ly[l].index_region_bytes);
         if (win_sm && ly[l].winner_host_bytes > 0)
             sum += cost_gather_translations(p->cost, ly[l].winner_pieces, ly[l].kv_region_bytes);
@@ -372,7 +431,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     const method_t *mt = p->mt;
     const method_cfg_t *c = method_cfg(mt);
     const llm_t *m = method_llm(mt);
-    bool prefill = req->phase == PLAN_PREFILL;
+    bool prefill = provider_prefill_formulas(req);
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, req->phase, nt);
     builder_t b = {p, out, e, COST_GATHER_STEP, 0, INFINITY};
@@ -383,19 +442,25 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     /* per layer: the op consuming its fetch buffer (attention or scan), to bound prefetch */
     uint32_t *consumer = malloc((size_t)L * sizeof *consumer);
     method_layer_t *lys = malloc((size_t)L * sizeof *lys);   /* each layer's shape, worked out once */
-    if (!consumer || !lys) {
+    cost_xfer_t *idx_forms = malloc((size_t)L * sizeof *idx_forms);
+    if (!consumer || !lys || !idx_forms) {
         free(consumer);
         free(lys);
+        free(idx_forms);
         return err_set(e, ERR_NOMEM, "provider: out of memory");
     }
-    for (int l = 0; l < L; l++) method_layer(mt, l, req->context_tokens, nt, prefill, &lys[l]);
+    /* the SM fetches per-query planes with the prefix kernel, other indexes as plain gathers; auto
+     * picks a layer's path by its shape */
+    for (int l = 0; l < L; l++) {
+        method_layer(mt, l, req->context_tokens, nt, prefill, &lys[l]);
+        idx_forms[l] = provider_fetch_form(p, OPKIND_INDEX_FETCH, prefill, &lys[l]);
+    }
     uint32_t prev = UINT32_MAX;
-    /* the SM fetches per-query planes with the prefix kernel, other indexes as plain gathers */
-    cost_xfer_t idx_form = provider_fetch_form(p, OPKIND_INDEX_FETCH, prefill);
-    cost_xfer_t win_form = provider_fetch_form(p, OPKIND_WINNER_FETCH, prefill);
-    if (!exact) b.step_translations = step_translations(p, lys, L, idx_form != COST_CE, win_form != COST_CE_BATCH);
+    cost_xfer_t win_form = provider_fetch_form(p, OPKIND_WINNER_FETCH, prefill, NULL);
+    if (!exact) b.step_translations = step_translations(p, lys, L, idx_forms, win_form != COST_CE_BATCH);
     for (int l = 0; !rc && l < L; l++) {
         const method_layer_t ly = lys[l];
+        cost_xfer_t idx_form = idx_forms[l];
         b.gather_at = COST_GATHER_STEP;   /* what the step's gathers leave */
         bool idx_sm = idx_form != COST_CE && ly.index_host_bytes > 0;
         uint32_t qkv, wf = UINT32_MAX, fetch = UINT32_MAX, tail = UINT32_MAX, attn = UINT32_MAX;
@@ -419,7 +484,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
             if (!rc && ly.index_host_bytes > 0) {
                 uint32_t dep = query_dependent ? wf : buf_free;
                 if (query_dependent && idx_form == COST_CE)
-                    rc = add_channel_copies(&b, l, &ly, &dep, &fetch);
+                    rc = add_ce_planes(&b, l, &ly, &dep, &fetch);
                 else
                     rc = add_transfer(&b, OPKIND_INDEX_FETCH, l, idx_form, true, ly.index_host_bytes, ly.index_pieces,
                                       ly.index_region_bytes, &dep, 1, &fetch);
@@ -454,8 +519,12 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
         if (!rc && ly.flush_bytes > 0) {
             uint32_t q = qkv, fl;
             if (ly.quantize_bytes > 0) rc = add_kernel(&b, OPKIND_QUANTIZE, l, ly.quantize_bytes, 0, &qkv, 1, &q);
-            if (!rc)
-                rc = add_transfer(&b, OPKIND_FLUSH, l, COST_CE, false, ly.flush_bytes, ly.flush_pieces, 0, &q, 1, &fl);
+            /* K/V (and a chunked index) in pieces; a contiguous index row by row */
+            double rest = ly.flush_bytes - ly.flush_index_bytes;
+            if (!rc && rest > 0)
+                rc = add_transfer(&b, OPKIND_FLUSH, l, COST_CE, false, rest, ly.flush_pieces - ly.flush_index_rows, 0, &q, 1,
+                                  &fl);
+            if (!rc && ly.flush_index_rows > 0) rc = add_index_flush(&b, l, &ly, &q, &fl);
         }
         /* the index this layer fetched for itself is still in the L2 (not one prefetched layers
          * ahead, whose GEMMs came between) */
@@ -465,6 +534,7 @@ int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_
     }
     free(consumer);
     free(lys);
+    free(idx_forms);
     uint32_t head;
     if (!rc) rc = add_gemm(&b, GEMM_HEAD, -1, req->phase, 1, &prev, 1, &head);
     if (!rc) {

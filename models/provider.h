@@ -2,14 +2,17 @@
  *
  * Per layer a plan holds: the QKV projection (GEMM, batch-mergeable), for sparq/fathom the per-query
  * plan (wf_plan), the index fetch from host (copy engine or SM gather; queued up to `prefetch`
- * layers ahead when it does not depend on the query; Fathom's and SparQ's over the copy engine a
- * chain of 2D copies, one per head and active channel), the scan (its method's family of parameters),
+ * layers ahead when it does not depend on the query; Fathom's and SparQ's over the copy engine one
+ * batched copy of the plane runs (index_layout contiguous) or a chain of 2D copies, one per head and
+ * active channel (chunked); index_fetch auto takes the faster alone), the scan (its method's family of parameters),
  * top-k, the winner fetch (SM gather or batched copy), the split-K partial over the HBM window
  * (attn_tail) and over the winners (attn_sparse, read from the L2 where they fit), or for dense and
  * exact prefill the K/V copy and attn_dense; in decode the combine of the partials (attn_combine);
- * when the plan completes a chunk of T tokens, the quantiser and the device→host flush; then O
+ * when the plan completes a chunk of T tokens, the quantiser and the device→host flush (a contiguous
+ * index's part a strided 2D copy per KV head, a row per plane and scale run); then O
  * projection and MLP (GEMM, batch-mergeable, three kernels). Per plan: the LM head (batch-mergeable)
- * and sampling.
+ * and sampling. A prefill chunk of a few tokens is planned as a decode step
+ * (PROVIDER_DECODE_MAX_TOKENS).
  *
  * Streams: 0 compute, 1 host→device copies, 2 SM gathers, 3 device→host flushes.
  * Merge keys hash (model, weight dtype, phase, tokens, layer, which GEMM): equal keys come from equal
@@ -64,10 +67,20 @@ void provider_free(provider_t *p);
 int provider_build(provider_t *p, const sim_t *sim, int gpu, const plan_request_t *req, plan_t *out, err_t *e);
 
 const method_t *provider_method(const provider_t *p);
+/* A prefill chunk of at most this many tokens is planned as a decode step of as many tokens (a
+ * decode kernel's tile of query rows holds them): a session joining with its context already
+ * offloaded reads it as a decode step does, not whole. */
+#define PROVIDER_DECODE_MAX_TOKENS 16
+/* Whether req is planned with the prefill formulas (method_layer's `prefill`): a prefill chunk of
+ * more than PROVIDER_DECODE_MAX_TOKENS tokens. */
+bool provider_prefill_formulas(const plan_request_t *req);
 /* The provider's cost forms (seeded from its calibration), for those that re-cost its plans' ops. */
 const cost_t *provider_cost(const provider_t *p);
-/* The transfer form the provider fetches the rows of `kind` with (OPKIND_INDEX_FETCH: the index,
- * else the winners), in prefill where `prefill`: a copy-engine form or an SM gather's. */
-cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill);
+/* The transfer form the provider fetches the rows of `kind` with (OPKIND_INDEX_FETCH: the index of
+ * a layer shaped ly, else the winners; ly may be NULL for them), in prefill where `prefill`: a
+ * copy-engine form or an SM gather's. With index_fetch auto a query's planes go the faster way alone
+ * (the SM prefix gather or the copy engine's path for the index layout), weighed on the paths of
+ * the last provider_build. */
+cost_xfer_t provider_fetch_form(const provider_t *p, int kind, bool prefill, const method_layer_t *ly);
 
 #endif

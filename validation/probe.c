@@ -145,7 +145,8 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
         fputc(']', fp);
     } else if (r->bits > 0 && !ops->budget_fixed)
         put_num(fp, "budget", r->bits);
-    if (r->k > 0 && !ops->reads_all) put_num(fp, "k", r->k);
+    /* kbench's cases without a k ran at its k = 2048 */
+    if (!ops->reads_all) put_num(fp, "k", r->k > 0 ? r->k : 2048);
     if (ops->pages && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
     /* kbench's other numbered plane-scan kernels ("...;kernelN") and its Fathom scan of each query
@@ -156,6 +157,8 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (kv >= 1 && kv <= 2 && ops->scan_forms) put_str(fp, "plane_scan", plane_scans[kv]);
     bool kernels_scan = r->op == OPKIND_SCAN && !strcmp(r->suite, "kernels");
     if (kernels_scan && ops->scan_forms && r->qheads > 1) select = "query_head";
+    /* kbench selects as the method's kernels do (HashAttention per query head, the others per KV head) */
+    if (!select && !ops->reads_all) select = ops->select == SELECT_QUERY_HEAD ? "query_head" : "kv_head";
     if (select) put_str(fp, "select", select);
     /* kbench fetches each query head's HashAttention winners without removing duplicates: the union
      * of a KV head's G sets is G·k rows (kernels/NOTES.md) */
@@ -172,14 +175,16 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     bool kernels_win_hbm = r->op == OPKIND_WINNER_FETCH && !strcmp(r->suite, "kernels") && !strcmp(r->placement, "hbm");
     if (!strcmp(r->placement, "hbm_all") || kernels_win_hbm)
         fputs(", kv_placement: hbm", fp);
-    /* The concurrency suite fetches Fathom's and SparQ's planes with the SM (its CSV header says so). */
+    /* kbench stores Fathom's and SparQ's planes channel-major within each chunk of T tokens, and
+     * fetches them with its SM prefix kernel unless a row names the copy engine (the concurrency
+     * suite's header says SM; the kernels suite names the path in its variant, sm or ce2d) */
     bool planes = ops->query_dependent;
-    /* The kernels suite names an index fetch's path in its variant (sm, ce2d). */
     bool fetch_row = r->op == OPKIND_INDEX_FETCH && !strcmp(r->suite, "kernels");
-    if (strstr(r->policy, "fetch:sm") || (planes && !strcmp(r->suite, "concurrency")) || (fetch_row && !strcmp(r->variant, "sm")))
+    if (planes) fputs(", index_layout: chunked", fp);
+    bool ce = strstr(r->policy, "fetch:ce") || (fetch_row && !strcmp(r->variant, "ce2d"));
+    if (ce) fputs(", index_fetch: ce", fp);
+    else if (strstr(r->policy, "fetch:sm") || planes || (fetch_row && !strcmp(r->variant, "sm")))
         fputs(", index_fetch: sm", fp);
-    else if (strstr(r->policy, "fetch:ce") || (fetch_row && !strcmp(r->variant, "ce2d")))
-        fputs(", index_fetch: ce", fp);
     fputs("}\n", fp);
     /* kbench's concurrency policies: "procs:N" (separate processes), "streams:N" (its whole suite's
      * "streams:N;fetch:PATH" too). */

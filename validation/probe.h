@@ -27,7 +27,11 @@
  * window = n_tokens, all of K/V in the dense HBM window); policy "fetch:sm" /
  * "fetch:ce..." → index_fetch sm / ce; policy "procs:N" → mode processes, "streams:N" → streams
  * (the whole suite's "streams:N;fetch:PATH" both: a decode step over every layer of the model, as
- * the concurrency suite's session steps). */
+ * the concurrency suite's session steps). A sparse method's row asks for its k (2048 where the row
+ * gives none, kbench's) and for the selection its kernels ran with (ops->select: HashAttention per
+ * query head, the others per KV head), whatever the defaults. Fathom's and SparQ's rows ask for
+ * index_layout chunked (kbench stores their planes channel-major within each chunk of T tokens) and
+ * index_fetch sm unless the row names the copy engine. */
 #ifndef ODSIM_VALIDATION_PROBE_H
 #define ODSIM_VALIDATION_PROBE_H
 

@@ -64,7 +64,7 @@ static void reread(const protocol_prov_t *pp, const method_layer_t *ly, bool pre
     r.weight = 1.0;
     r.host_sync = op->host_sync;
     r.latency_extra_ps = op->latency_extra_ps;
-    cost_transfer(provider_cost(pp->inner), &pp->paths, provider_fetch_form(pp->inner, op->kind, prefill), true, bytes,
+    cost_transfer(provider_cost(pp->inner), &pp->paths, provider_fetch_form(pp->inner, op->kind, prefill, ly), true, bytes,
                   pieces, region, COST_GATHER_ALONE, &r);
     r.bytes_host = r.bytes_hbm = bytes;
     *op = r;
@@ -76,7 +76,7 @@ static void retime(const protocol_prov_t *pp, const method_layer_t *ly, bool pre
     const cost_t *c = provider_cost(pp->inner);
     bool fetch = op->kind == OPKIND_INDEX_FETCH || op->kind == OPKIND_WINNER_FETCH;
     if (pp->how.gathers_reread && fetch && op->exec == PLAN_EXEC_GPU && op->bytes_host > 0 &&
-        sm_form(provider_fetch_form(pp->inner, op->kind, prefill)))
+        sm_form(provider_fetch_form(pp->inner, op->kind, prefill, ly)))
         reread(pp, ly, prefill, op);
     if (pp->how.kernels_alone) op->latency_extra_ps -= cost_in_layer_ps(c, op->kind, 4.0 * ly->scores);
 }
@@ -100,7 +100,7 @@ int protocol_build(protocol_prov_t *pp, const sim_t *sim, int gpu, const plan_re
     if (rc) return rc;
     const plan_t *in = &pp->tmp;
     const method_t *mt = provider_method(pp->inner);
-    bool prefill = req->phase == PLAN_PREFILL;
+    bool prefill = provider_prefill_formulas(req);
     uint32_t nt = req->new_tokens ? req->new_tokens : 1;
     plan_reset(out, in->phase, in->tokens);
     out->graph_launch_ps = in->graph_launch_ps;

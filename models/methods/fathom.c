@@ -38,16 +38,21 @@ static int resolve(const method_cfg_t *c, const llm_t *m, double kv_bytes, metho
     return ERR_OK;
 }
 
-/* decode: the planes past the first t of each channel the plan touches, chunk by chunk; a prefill
- * chunk: every channel's */
+/* decode: the planes past the first t of each channel the plan touches, chunk by chunk (chunked:
+ * a channel's prefix per chunk) or plane by plane (contiguous: a run per plane, and per channel its
+ * scales when t = 0); a prefill chunk: every channel's */
 static double index_pieces(const method_index_t *ix, const method_cfg_t *c, const llm_t *m, double n_off, int t,
                            bool prefill)
 {
-    double chunks = ceil(n_off / (double)c->chunk);
-    if (prefill) return m->head_dim * chunks;
-    double ch = 0;
-    for (int b = t + 1; b <= FATHOM_MAX_BITS; b++) ch += ix->fs.mean_channels_at[b];
-    return ch * chunks;
+    bool contiguous = c->index_layout == INDEX_CONTIGUOUS;
+    if (prefill) return contiguous ? method_plane_pieces(m->head_dim, t) : m->head_dim * ceil(n_off / (double)c->chunk);
+    double ch = 0, planes = 0, active = 0;
+    for (int b = 1; b <= FATHOM_MAX_BITS; b++) {
+        active += ix->fs.mean_channels_at[b];
+        if (b > t) ch += ix->fs.mean_channels_at[b], planes += (b - t) * ix->fs.mean_channels_at[b];
+    }
+    if (contiguous) return planes + (t == 0 ? active : 0);
+    return ch * ceil(n_off / (double)c->chunk);
 }
 
 /* each channel given b bits reads b − t planes past the first t; all of them, scales too, at t = 0 */

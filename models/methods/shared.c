@@ -11,6 +11,11 @@ double method_plane_bits(double channels, int t)
     return t == 0 ? bits + channels * FATHOM_SCALE_BITS : bits;
 }
 
+double method_plane_pieces(double channels, int t)
+{
+    return channels * fmax(0.0, FATHOM_MAX_BITS - t) + (t == 0 ? channels : 0);
+}
+
 int method_fixed_budget(const method_cfg_t *c, const char *name, double fixed, const char *what, method_index_t *ix,
                         err_t *e)
 {

@@ -19,11 +19,14 @@ static int resolve(const method_cfg_t *c, const llm_t *m, double kv_bytes, metho
     return ERR_OK;
 }
 
-/* decode: each chosen channel's planes, chunk by chunk; a prefill chunk: every channel's */
+/* decode: each chosen channel's planes, chunk by chunk (chunked) or a run per plane and one for the
+ * channel's scales (contiguous; bf16: a run per channel); a prefill chunk: every channel's */
 static double index_pieces(const method_index_t *ix, const method_cfg_t *c, const llm_t *m, double n_off, int t,
                            bool prefill)
 {
-    return (prefill ? m->head_dim : ix->channels) * ceil(n_off / (double)c->chunk);
+    double channels = prefill ? m->head_dim : ix->channels;
+    if (c->index_layout != INDEX_CONTIGUOUS) return channels * ceil(n_off / (double)c->chunk);
+    return ix->planes ? method_plane_pieces(channels, t) : channels;
 }
 
 static double plane_read_bits(const method_index_t *ix, int t) { return method_plane_bits(ix->channels, t); }

@@ -53,3 +53,14 @@ provider_t *th_provider(tmachine_t *t, const char *yaml)
     cfg_free(d);
     return p;
 }
+
+provider_t *th_plan(tmachine_t *t, const char *yaml, plan_phase_t phase, uint64_t ctx, uint32_t new_tokens, plan_t *plan)
+{
+    err_t e;
+    provider_t *p = th_provider(t, yaml);
+    plan_init(plan);
+    plan_request_t req = {phase, ctx, new_tokens, 0};
+    cr_assert_eq(provider_build(p, t->sim, 0, &req, plan, &e), 0, "%s", e.msg);
+    cr_assert_eq(plan_validate(plan, &e), 0, "%s", e.msg);
+    return p;
+}

@@ -7,6 +7,7 @@
 #include "models/hwinst.h"
 #include "models/llm.h"
 #include "models/provider.h"
+#include "sim/plan.h"
 #include "sim/sim.h"
 
 typedef struct tmachine {
@@ -25,5 +26,8 @@ void th_machine(tmachine_t *t, const char *box, const char *link, const char *mo
 void th_machine_free(tmachine_t *t);
 /* A method's provider from its settings `yaml` on t's machine and model (caller frees). Asserts. */
 provider_t *th_provider(tmachine_t *t, const char *yaml);
+/* th_provider's provider (caller frees) and its plan of `phase` at ctx tokens with new_tokens into
+ * *plan (initialised here; caller frees), validated. Asserts. */
+provider_t *th_plan(tmachine_t *t, const char *yaml, plan_phase_t phase, uint64_t ctx, uint32_t new_tokens, plan_t *plan);
 
 #endif

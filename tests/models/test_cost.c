@@ -75,7 +75,7 @@ Test(cost, combine_merges_both_partials_after_them)
     set(t.cal, "attn_combine_l2_latency_us", 3);
     set(t.cal, "attn_combine_l2_split_ns", 200);
     static const struct { const char *yaml; double expect_ps; } cases[2] = {
-        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024", (3 + 49 * 0.2) * 1e6},
+        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024\nselect: kv_head", (3 + 49 * 0.2) * 1e6},
         {"method: dense\nwindow: 1024", (4 + 281 * 0.36) * 1e6},
     };
     for (int c = 0; c < 2; c++) {
@@ -116,7 +116,7 @@ Test(cost, attention_over_winners_in_l2)
     for (int k = 0; k < 2; k++) {
         /* 2048 rows × 8 heads × 512 B = 8 MiB; 65536 rows: 256 MiB, past the 60 MiB L2 */
         plan_t plan;
-        provider_t *p = build(&t, k ? "method: pertoken\nbudget: 136\nk: 65536" : "method: pertoken\nbudget: 136\nk: 2048",
+        provider_t *p = build(&t, k ? "method: pertoken\nbudget: 136\nk: 65536\nselect: kv_head" : "method: pertoken\nbudget: 136\nk: 2048\nselect: kv_head",
                               1048576, &plan);
         for (uint32_t i = 0; i < plan.n_ops; i++) {
             const plan_op_t *o = &plan.ops[i];
@@ -161,10 +161,10 @@ Test(cost, per_query_head_attention_and_its_two_combines)
     set(t.cal, "attn_combine_l2_split_ns", 200);
     double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9;
     static const struct { const char *yaml; double lat_s, eff, bytes; } cases[4] = {
-        {"method: hashattn\nk: 2048\nunion: 1\nwindow: 1024", 7e-6, 2.0, 2048.0 * 32 * 512},
-        {"method: hashattn\nk: 2048\nunion: 4\nwindow: 1024", 7e-6, 2.0, 2048.0 * 32 * 512},
-        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024", 9e-6, 1.25, 2048.0 * 32 * 512},
-        {"method: hashattn\nk: 65536\nunion: 4\nwindow: 1024", 5e-6, 0.5, 65536.0 * 32 * 512}};
+        {"method: hashattn\nk: 2048\nunion: 1\nwindow: 1024\nselect: query_head", 7e-6, 2.0, 2048.0 * 32 * 512},
+        {"method: hashattn\nk: 2048\nunion: 4\nwindow: 1024\nselect: query_head", 7e-6, 2.0, 2048.0 * 32 * 512},
+        {"method: fathom\nbudget: 56\nk: 2048\nwindow: 1024\nselect: kv_head", 9e-6, 1.25, 2048.0 * 32 * 512},
+        {"method: hashattn\nk: 65536\nunion: 4\nwindow: 1024\nselect: query_head", 5e-6, 0.5, 65536.0 * 32 * 512}};
     for (int c = 0; c < 4; c++) {
         plan_t plan;
         provider_t *p = build(&t, cases[c].yaml, c == 3 ? 1048576 : 131072, &plan);
@@ -214,7 +214,7 @@ Test(cost, a_decodes_kernels_as_they_run_in_it)
     set(t.cal, "topk_scores_l2_us", 5.0);
     double lat[2][3] = {{0}};   /* [alone][scan, attention, top-k] of layer 0 */
     for (int alone = 0; alone < 2; alone++) {
-        provider_t *p = th_provider(&t, "method: pertoken\nbudget: 136\nk: 2048");
+        provider_t *p = th_provider(&t, "method: pertoken\nbudget: 136\nk: 2048\nselect: kv_head");
         plan_t plan;
         plan_init(&plan);
         plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
@@ -260,7 +260,7 @@ Test(cost, strided_2d_rows_cost_their_own)
     th_machine_free(&t);
 }
 
-/* Fathom's index over the copy engine at 64K: one 2D copy per KV head and active channel, chained (one
+/* Fathom's chunked index over the copy engine at 64K: one 2D copy per KV head and active channel, chained (one
  * setup, then ce2d_copy per further copy: not the 1D chain's gap), a row per chunk. */
 Test(cost, channel_copies_chain_their_setups)
 {
@@ -270,7 +270,7 @@ Test(cost, channel_copies_chain_their_setups)
     set(t.cal, "ce2d_copy_us", 3);
     set(t.cal, "ce2d_page_row_ns", 9);
     plan_t plan;
-    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nchunk: 1024", 65536, &plan);
+    provider_t *p = build(&t, "method: fathom\nbudget: 56\nplacement: host\nindex_fetch: ce\nindex_layout: chunked\nchunk: 1024\nselect: kv_head", 65536, &plan);
     double copies = method_fathom(provider_method(p))->mean_active * 8;
     int fetches = 0;
     for (uint32_t i = 0; i < plan.n_ops; i++) {
@@ -306,8 +306,8 @@ Test(cost, scan_takes_its_familys_parameters)
     set(t.cal, "scan_fathom_v1_latency_us", 11);
     set(t.cal, "scan_fathom_qh_latency_us", 13);
     static const struct { const char *yaml; double lat_us; } cases[5] = {
-        {"method: landmark\npage: 16", 7}, {"method: hashattn", 5}, {"method: fathom\nplacement: hbm", 6},
-        {"method: fathom\nplane_scan: token_per_thread", 11}, {"method: fathom\nselect: query_head", 13}};
+        {"method: landmark\npage: 16\nselect: kv_head", 7}, {"method: hashattn", 5}, {"method: fathom\nplacement: hbm\nselect: kv_head", 6},
+        {"method: fathom\nplane_scan: token_per_thread\nselect: kv_head", 11}, {"method: fathom\nselect: query_head", 13}};
     for (int c = 0; c < 5; c++) {
         plan_t plan;
         provider_t *p = build(&t, cases[c].yaml, 65536, &plan);
@@ -541,7 +541,7 @@ Test(cost, layer_writes_back_its_dirty_l2_lines)
     double hbm_Bps = get(t.cal, "hbm_GBps") * 1e9, M = 1048576;
     for (int dense = 0; dense < 2; dense++) {
         plan_t plan;
-        provider_t *p = build(&t, dense ? "method: dense" : "method: pertoken\nbudget: 136\nk: 2048\nplacement: hbm", 32768, &plan);
+        provider_t *p = build(&t, dense ? "method: dense" : "method: pertoken\nbudget: 136\nk: 2048\nplacement: hbm\nselect: kv_head", 32768, &plan);
         int seen = 0;
         for (uint32_t i = 0; i < plan.n_ops; i++) {
             const plan_op_t *o = &plan.ops[i];
@@ -584,12 +584,12 @@ Test(cost, scan_over_a_just_fetched_index_reads_the_l2)
         const char *yaml;
         uint64_t ctx;
         double lat_us;
-    } cases[] = {{"method: fathom\nplacement: host", 32768, 5},
-                 {"method: fathom\nplacement: host\nindex_fetch: ce", 32768, 5},
-                 {"method: fathom\nplacement: hbm", 32768, 7},
-                 {"method: fathom\nplacement: host", 1048576, 7},
-                 {"method: pertoken\nplacement: host", 32768, 4},
-                 {"method: pertoken\nplacement: host\nprefetch: 0", 32768, 4}};
+    } cases[] = {{"method: fathom\nplacement: host\nselect: kv_head", 32768, 5},
+                 {"method: fathom\nplacement: host\nindex_fetch: ce\nselect: kv_head", 32768, 5},
+                 {"method: fathom\nplacement: hbm\nselect: kv_head", 32768, 7},
+                 {"method: fathom\nplacement: host\nselect: kv_head", 1048576, 7},
+                 {"method: pertoken\nplacement: host\nselect: kv_head", 32768, 4},
+                 {"method: pertoken\nplacement: host\nprefetch: 0\nselect: kv_head", 32768, 4}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         plan_t plan;
         provider_t *p = build(&t, cases[i].yaml, cases[i].ctx, &plan);

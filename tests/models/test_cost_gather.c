@@ -127,13 +127,13 @@ Test(cost, winner_fetch_alone_reads_the_page_table_rate)
     cost_t c;
     cost_paths_t paths;
     static const struct { const char *yaml; bool alone; double warm, Mps; } cases[7] = {
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", true, 1e4, 70},
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e4, 30},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", false, 1e9, 50},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm", false, 1e4, 40},
-        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: sm\nfetch: sm", true, 1e4, 70},
-        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 1e9, 50}};
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", false, 1e4, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm\nselect: kv_head", false, 1e4, 30},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm\nselect: kv_head", false, 1e9, 50},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_fetch: ce\nfetch: sm\nselect: kv_head", false, 1e4, 40},
+        {"method: fathom\nk: 4096\nplacement: host\nindex_layout: chunked\nindex_fetch: sm\nfetch: sm\nselect: kv_head", true, 1e4, 70},
+        {"method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", false, 1e9, 50}};
     for (int i = 0; i < 7; i++) {
         set(t.cal, "gather_warm_rows", cases[i].warm);
         cost_ready(&t, &c, &paths);
@@ -165,7 +165,7 @@ Test(cost, a_step_keeps_its_winners_while_its_gathers_fit)
         t.m.layers = cases[i].layers;
         cost_ready(&t, &c, &paths);
         int seen;
-        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm", false, 512, &seen);
+        double s = winner_s_per_row(&t, &paths, "method: fathom\nk: 4096\nplacement: hbm\nfetch: sm\nselect: kv_head", false, 512, &seen);
         double e = cases[i].cold, want = (1 - e) / 50e6 + e / 40e6;
         cr_expect_float_eq(s, want, 1e-4 * want, "%d layers: %g s/row, want %g", cases[i].layers, s, want);
         cr_expect_eq(seen, cases[i].layers);
@@ -217,7 +217,7 @@ Test(cost, a_hidden_first_launch_is_only_the_first)
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     t.m.layers = 1;
     for (int hidden = 0; hidden < 2; hidden++) {
-        provider_t *p = th_provider(&t, "method: fathom\nplacement: host\nindex_fetch: sm");
+        provider_t *p = th_provider(&t, "method: fathom\nplacement: host\nindex_fetch: sm\nselect: kv_head");
         plan_t plan;
         plan_init(&plan);
         plan_request_t req = {PLAN_DECODE, 131072, 1, 0};
@@ -245,7 +245,7 @@ Test(cost, gathers_are_warm_only_alone)
     cost_t c;
     cost_paths_t paths;
     cost_ready(&t, &c, &paths);
-    const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm";
+    const char *yaml = "method: fathom\nk: 2048\nplacement: hbm\nfetch: sm\nselect: kv_head";
     double region = 1048576.0 * 8 * 512, warm = 1 / get(t.cal, "gather_rows_Mps_256MiB") * 1e-6;
     double cold = 1 / cost_gather_rows_per_s(&c, region, 1e9, COST_ROWS_HEADS);   /* winners come head by head */
     for (int alone = 0; alone < 2; alone++)
@@ -270,8 +270,8 @@ Test(cost, new_winners_take_their_own_table)
     cost_paths_t paths;
     cost_t c;
     cost_ready(&t, &c, &paths);
-    static const char *yaml[2] = {"method: fathom\nplacement: hbm\nfetch: sm",
-                                  "method: fathom\nplacement: hbm\nfetch: sm\nwinners: new"};
+    static const char *yaml[2] = {"method: fathom\nplacement: hbm\nfetch: sm\nselect: kv_head",
+                                  "method: fathom\nplacement: hbm\nfetch: sm\nwinners: new\nselect: kv_head"};
     static const double rows_ps[2] = {50e6, 25e6};
     t.m.layers = 1;
     for (int i = 0; i < 2; i++) {
@@ -338,7 +338,7 @@ Test(cost, sm_index_fetch_is_the_prefix_kernel)
     cr_expect_float_eq(zc.cost.cap_rate, 0.8 * pf.cost.cap_rate, 1e-6 * g.cost.cap_rate);
     cr_expect_eq(zc.cost.latency_ps, 11 * SIM_PS_PER_US);
     plan_t plan;
-    provider_t *p = build(&t, "method: fathom\nplacement: host\nindex_fetch: sm", 65536, &plan);
+    provider_t *p = build(&t, "method: fathom\nplacement: host\nindex_fetch: sm\nselect: kv_head", 65536, &plan);
     int fetches = 0;
     for (uint32_t i = 0; i < plan.n_ops; i++)
         if (plan.ops[i].kind == OPKIND_INDEX_FETCH) {

@@ -66,7 +66,7 @@ Test(method_registry, a_registered_method_has_the_generic_closed_forms)
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     err_t e;
     cfg_doc_t *d;
-    const char *yaml = "method: toy\nk: 1024";
+    const char *yaml = "method: toy\nk: 1024\nselect: kv_head";
     cr_assert_eq(cfg_parse_string("m.yaml", yaml, strlen(yaml), &d, &e), 0);
     method_cfg_t cfg;
     cr_assert_eq(method_cfg_bind(cfg_root(d), &cfg, &e), 0, "%s", e.msg);
@@ -98,7 +98,7 @@ Test(method_registry, a_registered_method_is_planned_and_run)
     tmachine_t t;
     th_machine(&t, "h200-1", NULL, "qwen3-8b");
     err_t e;
-    provider_t *p = th_provider(&t, "method: toy\nk: 1024");
+    provider_t *p = th_provider(&t, "method: toy\nk: 1024\nselect: kv_head");
     plan_t plan;
     plan_init(&plan);
     plan_request_t req = {PLAN_DECODE, 65536, 1, 0};
@@ -118,7 +118,7 @@ Test(method_registry, a_registered_method_is_planned_and_run)
 
     /* the engine runs four decode steps of a session of it */
     cfg_doc_t *d;
-    const char *yaml = "method: toy\nk: 1024";
+    const char *yaml = "method: toy\nk: 1024\nselect: kv_head";
     cr_assert_eq(cfg_parse_string("m.yaml", yaml, strlen(yaml), &d, &e), 0);
     plan_provider_t pp;
     cr_assert_eq(provider_create(cfg_root(d), &t.m, &t.hw, t.cal, &pp, &e), 0, "%s", e.msg);

@@ -69,6 +69,7 @@ Test(footprint, qwen3_8b_1m_session)
     cr_expect(fabs(f.host_kv_bytes / 1e9 - 154.6) < 0.1, "bf16 K/V %g GB (about 155)", f.host_kv_bytes / 1e9);
     cr_expect_float_eq(f.host_index_bytes, 17.0 * 1048576 * 8 * 36, 1e-9);
     cr_expect_eq(f.hbm_index_bytes, 0);
+    cr_expect_float_eq(f.hbm_tail_bytes, 1024.0 * 36 * 8 * 512, 1e-9, "no window: the open chunk's buffer of T tokens");
     footprint_total_t tot;
     err_t e;
     cr_expect_eq(footprint_check(mt, &t.hw, 1048576, 6, &tot, &e), 0, "%s", e.msg);
@@ -80,7 +81,7 @@ Test(footprint, qwen3_8b_1m_session)
     footprint_session(mt, 1048576, &f);
     cr_expect_float_eq(f.host_kv_bytes, (1048576.0 - 262144) * 36 * 8 * 256, 1e-9);
     cr_expect_float_eq(f.hbm_index_bytes, 17.0 * (1048576 - 262144) * 8 * 36, 1e-9);
-    cr_expect_float_eq(f.hbm_tail_bytes, 262144.0 * 36 * 8 * 512, 1e-9);
+    cr_expect_float_eq(f.hbm_tail_bytes, 262144.0 * 36 * 8 * 512, 1e-9, "the window holds the open chunk");
     cr_expect_eq(footprint_check(mt, &t.hw, 1048576, 3, &tot, &e), 0, "%s", e.msg);
     cr_expect_eq(footprint_check(mt, &t.hw, 1048576, 4, &tot, &e), ERR_INFEASIBLE);
     cr_expect(strstr(e.msg, "HBM") != NULL, "%s", e.msg);

@@ -82,7 +82,7 @@ Test(probe, layer_step_of_a_kbench_method)
     r.model = "qwen3-8b";
     r.reps = 30;
     char *y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", window: 1024, placement: \"hbm\", kv_placement: hbm, index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", select: \"kv_head\", window: 1024, placement: \"hbm\", kv_placement: hbm, index_fetch: ce}"), "%s", y);
     cr_assert(strstr(y, "what: layer_step"), "%s", y);
     cr_assert(strstr(y, "n_tokens: 1048576"), "%s", y);
     cr_assert(strstr(y, "placement: \"hbm_all\""), "%s", y);
@@ -107,7 +107,7 @@ Test(probe, concurrent_sessions_and_landmark_pages)
     r.streams = 1;
     r.reps = 5000;
     char *y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"landmark\", k: 2048, page: 16}"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"landmark\", k: 2048, page: 16, select: \"kv_head\"}"), "%s", y);
     cr_assert(strstr(y, "serving: {session_streams: one, latency_from: device, mode: processes}"), "%s", y);
     cr_assert(strstr(y, "sessions: 4"), "%s", y);
     cr_assert(strstr(y, "steps: 1000"), "%s", y);   /* capped at the step suite's 1000 repetitions */
@@ -237,4 +237,31 @@ Test(probe, a_busy_start_hides_the_first_stages_launch)
             free(y);
         }
     }
+}
+
+/* kbench's rows ran its own settings, whatever odsim's defaults: k = 2048 where a row gives none,
+ * each method's kernels' selection (HashAttention per query head, the others per KV head), and
+ * Fathom's and SparQ's planes chunked and fetched by the SM unless the row names the copy engine. */
+Test(probe, rows_keep_kbench_settings_under_any_defaults)
+{
+    kbrow_t r = step_row("sparq", 68, 32768, "host", "fetch:none");
+    r.k = NAN;
+    r.op_name = "scan";
+    r.op = OPKIND_SCAN;
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "k: 2048") && strstr(y, "select: \"kv_head\"") && strstr(y, "index_layout: chunked, index_fetch: sm"),
+              "%s", y);
+    free(y);
+    r = step_row("fathom", 56, 32768, "host", "in_step;fetch:ce2d");
+    r.op_name = "index_fetch";
+    r.op = OPKIND_INDEX_FETCH;
+    y = scenario_of(&r);
+    cr_assert(strstr(y, "index_layout: chunked, index_fetch: ce}"), "%s", y);
+    free(y);
+    r = step_row("hashattn", 0, 32768, "host", "fetch:none");
+    r.op_name = "scan";
+    r.op = OPKIND_SCAN;
+    y = scenario_of(&r);
+    cr_assert(strstr(y, "select: \"query_head\"") && !strstr(y, "index_layout"), "%s", y);
+    free(y);
 }
