@@ -142,7 +142,8 @@ Test(probe, whole_model_steps_are_session_steps)
     r.reps = 30;
     char *y = scenario_of(&r);
     cr_assert(strstr(y, "method: {method: \"fathom\", plane_bits: 48, key_variances: [0.5, 2, 0.25], k: 2048, layout: "
-                        "\"interleaved\", window: 1024, placement: \"host\", index_fetch: sm}"), "%s", y);
+                        "\"interleaved\", select: \"kv_head\", window: 1024, placement: \"host\", index_layout: chunked, "
+                        "index_fetch: sm}"), "%s", y);
     cr_assert(strstr(y, "serving: {session_streams: one, latency_from: device, mode: streams}"), "%s", y);
     cr_assert(strstr(y, "what: session_step") && strstr(y, "n_tokens: 524288") && strstr(y, "sessions: 1") && strstr(y, "steps: 30"),
               "%s", y);
@@ -151,8 +152,8 @@ Test(probe, whole_model_steps_are_session_steps)
     r = whole_row("pertoken136", 136, 131072, "streams:4;fetch:ce", 4);
     r.concurrent_id = 2;
     y = scenario_of(&r);
-    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", window: 1024, "
-                        "placement: \"host\", index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, k: 2048, layout: \"interleaved\", select: \"kv_head\", "
+                        "window: 1024, placement: \"host\", index_fetch: ce}"), "%s", y);
     cr_assert(strstr(y, "mode: streams}") && strstr(y, "sessions: 4"), "%s", y);
     free(y);
 }
