@@ -70,7 +70,7 @@ expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --conte
 expect 1 "a plane-scan kernel of Fathom's, not sparq's" -- $odsim plan --model qwen3-8b --context 32K --method sparq --plane-scan token_per_thread
 expect 2 "use --plane-scan" -- $odsim plan --model qwen3-8b --context 32K --method fathom --scan-kernel v1
 # k above the offloaded context: the plan fetches every token and says so
-expect 0 "note: k 2048 selects all 1000 offloaded tokens" -- $odsim plan --model qwen3-8b --context 1000 --method fathom
+expect 0 "note: k 4096 selects all 2048 offloaded tokens" -- $odsim plan --model qwen3-8b --context 3000 --k 4096 --method fathom
 expect 0 "note: k 4096 selects all 3000 offloaded tokens" -- $odsim plan --model qwen3-8b --context 4000 --window 1000 --k 4096 --method sparq
 # a context past what a plan's counts hold once overflowed them and printed nonsense
 expect 2 "--context 1e15: expected a token count of at most 4294967296 (4Gi)" -- $odsim plan --model qwen3-8b --context 1e15 --method fathom
