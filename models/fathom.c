@@ -80,8 +80,61 @@ int fathom_profile_default(int channels, double *sigma2, err_t *e)
     return ERR_OK;
 }
 
+/* Memo of fathom_stats: its result is a pure function of its inputs, and a run resolves its method
+ * (and a capacity search its points) many times over a few distinct inputs. Profiles of up to
+ * MEMO_CHANNELS channels are kept, MEMO_SLOTS results, replaced round-robin. */
+#define MEMO_SLOTS 64
+#define MEMO_CHANNELS 256
+
+typedef struct memo {
+    int used, channels, group, plane_bits, queries;
+    uint64_t seed;
+    double sigma2[MEMO_CHANNELS];
+    fathom_stats_t st;
+} memo_t;
+
+static memo_t memo[MEMO_SLOTS];
+static int memo_next;
+
+static memo_t *memo_find(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed)
+{
+    for (int i = 0; i < MEMO_SLOTS; i++) {
+        memo_t *m = &memo[i];
+        if (m->used && m->channels == channels && m->group == group && m->plane_bits == plane_bits &&
+            m->queries == queries && m->seed == seed && !memcmp(m->sigma2, sigma2, (size_t)channels * sizeof *sigma2))
+            return m;
+    }
+    return NULL;
+}
+
+static void memo_put(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
+                     const fathom_stats_t *st)
+{
+    if (channels > MEMO_CHANNELS) return;
+    memo_t *m = &memo[memo_next];
+    memo_next = (memo_next + 1) % MEMO_SLOTS;
+    *m = (memo_t){1, channels, group, plane_bits, queries, seed, {0}, *st};
+    memcpy(m->sigma2, sigma2, (size_t)channels * sizeof *sigma2);
+}
+
+static int stats_compute(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
+                         fathom_stats_t *out, err_t *e);
+
 int fathom_stats(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
                  fathom_stats_t *out, err_t *e)
+{
+    const memo_t *m = channels <= MEMO_CHANNELS ? memo_find(sigma2, channels, group, plane_bits, queries, seed) : NULL;
+    if (m) {
+        *out = m->st;
+        return ERR_OK;
+    }
+    int rc = stats_compute(sigma2, channels, group, plane_bits, queries, seed, out, e);
+    if (!rc) memo_put(sigma2, channels, group, plane_bits, queries, seed, out);
+    return rc;
+}
+
+static int stats_compute(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
+                         fathom_stats_t *out, err_t *e)
 {
     if (channels < 1 || group < 1 || queries < 1 || plane_bits < 0)
         return err_set(e, ERR_INVAL,
