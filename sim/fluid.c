@@ -105,7 +105,7 @@ struct fluid {
     int64_t next_ps;
     int next_dirty;
     /* scratch, sized to capres or capfl */
-    int32_t *seeds, *fixed, *movers, *done;
+    int32_t *seeds, *live, *act, *fixed, *movers, *done;
 };
 
 static inline use_t *uses_of(flow_t *f) { return f->n_uses <= INLINE_USES ? f->inl : f->ext; }
@@ -359,27 +359,36 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
 {
     uint64_t m = ++fl->mark;
     comp_t *C = &fl->res[root].comp;
+    /* live: the members some flow crosses, in member order (ties between levels go to the first);
+     * act: those of them with unfixed flows, compacted as levels fix them. The others hold no flow
+     * (wsum exactly 0) and only take part in the apply step. */
+    int32_t *live = fl->live, *act = fl->act, nlive = 0;
     for (int32_t k = 0; k < C->nmem; k++) {
         res_t *R = &fl->res[C->members[k]];
         R->unfixed_w = R->wsum;
         R->fixed_use = 0;
         R->n_unfixed = R->n;
         R->new_lambda = 0;
+        if (R->n) live[nlive++] = C->members[k];
     }
+    memcpy(act, live, (size_t)nlive * sizeof *act);
+    int32_t nact = nlive;
     int32_t left = C->nflows, nfixed = 0, ci = 0, last = -1;
     for (;;) {
-        int32_t b = -1;
+        int32_t b = -1, kept = 0;
         double lb = INFINITY;
-        for (int32_t k = 0; k < C->nmem; k++) {
-            res_t *R = &fl->res[C->members[k]];
+        for (int32_t k = 0; k < nact; k++) {
+            res_t *R = &fl->res[act[k]];
             if (!R->n_unfixed) continue;
+            act[kept++] = act[k];
             double room = R->capacity - R->fixed_use;
             double lam = (room > 0 ? room : 0) / R->unfixed_w;
             if (lam < lb) {
                 lb = lam;
-                b = C->members[k];
+                b = act[k];
             }
         }
+        nact = kept;
         /* Fixing a flow at a cap level ≤ lb can only raise every constraint's level, so all caps up to
          * lb are fixed before the levels are computed again. */
         int capped_any = 0;
@@ -395,9 +404,10 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
         res_t *B = &fl->res[b];
         B->new_lambda = lb;
         if (B->n_unfixed == left) {
-            /* The last level: every unfixed flow crosses b and runs at w·lb. */
-            for (int32_t k = 0; k < C->nmem; k++) {
-                res_t *R = &fl->res[C->members[k]];
+            /* The last level: every unfixed flow crosses b and runs at w·lb (members no flow crosses
+             * would add lb·0). */
+            for (int32_t k = 0; k < nlive; k++) {
+                res_t *R = &fl->res[live[k]];
                 R->fixed_use += lb * R->unfixed_w;
             }
             last = b;
@@ -480,6 +490,8 @@ void fluid_free(fluid_t *fl)
     free(fl->fl);
     free(fl->free_ids);
     free(fl->seeds);
+    free(fl->live);
+    free(fl->act);
     free(fl->fixed);
     free(fl->movers);
     free(fl->done);
@@ -499,7 +511,9 @@ int fluid_res_add(fluid_t *fl, double capacity, int32_t *out)
     if (fl->nres == fl->capres) {
         int32_t cap = fl->capres ? 2 * fl->capres : 16;
         if (grow((void **)&fl->res, (size_t)cap, sizeof *fl->res) ||
-            grow((void **)&fl->seeds, (size_t)cap, sizeof *fl->seeds))
+            grow((void **)&fl->seeds, (size_t)cap, sizeof *fl->seeds) ||
+            grow((void **)&fl->live, (size_t)cap, sizeof *fl->live) ||
+            grow((void **)&fl->act, (size_t)cap, sizeof *fl->act))
             return ERR_NOMEM;
         fl->capres = cap;
     }
