@@ -58,19 +58,20 @@ typedef struct comp {
 } comp_t;
 
 typedef struct res {
-    double capacity, used;
-    double wsum;       /* Σ coef·w over its flows, kept as flows come and go */
-    slot_t *fl;
+    /* what a re-solve's levels read, first: one cache line */
+    double capacity;
+    double unfixed_w;  /* solve scratch: Σ coef·w over unfixed flows */
+    double fixed_use;  /* solve scratch: Σ coef·rate over fixed flows */
+    int32_t n_unfixed; /* solve scratch */
     int32_t n, cap;
+    double wsum;       /* Σ coef·w over its flows, kept as flows come and go */
+    double new_lambda; /* solve scratch */
+    double used;
+    slot_t *fl;
     hist_tw_t busy, work;
     group_t grp;
     int32_t parent;    /* union-find; the root holds the component */
     comp_t comp;
-    /* solve scratch */
-    double unfixed_w;  /* Σ coef·w over unfixed flows */
-    double fixed_use;  /* Σ coef·rate over fixed flows */
-    double new_lambda;
-    int32_t n_unfixed;
 } res_t;
 
 typedef struct flow {
@@ -423,7 +424,12 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
     }
 
     /* Apply: clocks to now under the old rates, then move only the flows whose group changed. */
-    for (int32_t k = 0; k < C->nmem; k++) grp_advance(&fl->res[C->members[k]].grp, now_ps);
+    /* A member no flow crosses has an empty group left at rate 0: its clock needs no advance. */
+    for (int32_t k = 0; k < nlive; k++) grp_advance(&fl->res[live[k]].grp, now_ps);
+    for (int32_t k = 0; k < C->nmem; k++) {
+        res_t *R = &fl->res[C->members[k]];
+        if (!R->n && R->grp.lambda != 0) grp_advance(&R->grp, now_ps);
+    }
     grp_advance(&fl->capg, now_ps);
     int32_t nmov = 0;
     if (last >= 0) {
@@ -452,6 +458,10 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
     }
     for (int32_t k = 0; k < C->nmem; k++) {
         res_t *R = &fl->res[C->members[k]];
+        /* A member no flow crosses, already idle and at zero, would only be set to zero again. */
+        if (!R->n && R->grp.lambda == 0 && R->used == 0 && R->busy.value == 0 && R->work.value == 0 &&
+            R->grp.next_ps == SIM_TIME_NEVER)
+            continue;
         R->grp.lambda = R->grp.n ? R->new_lambda : 0;
         grp_update_next(&R->grp);
         R->used = R->fixed_use;
