@@ -6,8 +6,10 @@
  * for a quarter of them, caps); each completion starts a replacement from its done callback, so every
  * flow costs one start and one finish through the whole engine (events, solver, callbacks). Rates are
  * checked against the naive progressive-filling solver in a separate untimed run. Each figure is the
- * median of several repetitions, timed in CPU seconds of the benchmarking thread. `--trace SEED`
- * prints the engine self-test trace instead (for comparing builds byte for byte). */
+ * median of several repetitions, timed in CPU seconds of the benchmarking thread. End to end: the
+ * stress profile (scenarios/bench_stress.yaml) simulated for a fixed span in the fine engine, once,
+ * as simulated seconds per CPU second and per wall second. `--trace SEED` prints the engine
+ * self-test trace instead (for comparing builds byte for byte). */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <jansson.h>
@@ -18,6 +20,7 @@
 #include <time.h>
 
 #include "cli/cmd.h"
+#include "cli/study.h"
 #include "common/version.h"
 #include "sim/evq.h"
 #include "sim/fluid_ref.h"
@@ -27,6 +30,7 @@
 #define BENCH_RES 4
 #define BENCH_REPS_MAX 7
 #define INC_TABLE 4096
+#define STRESS_SCENARIO "scenarios/bench_stress.yaml"
 
 extern const cmd_t cmd_bench;
 
@@ -38,6 +42,8 @@ static const char bench_usage[] =
     "  queue   events/s of the event queue alone, hold model with 10^3 and 10^6 pending events\n"
     "  fluid   flow start+finish events/s with 1, 8, 64 and 512 concurrent flows over 4 constraints\n"
     "          in series, with caps and weights; rates checked against the naive solver\n"
+    "  end to end  simulated seconds per CPU and per wall second of the stress profile\n"
+    "          (" STRESS_SCENARIO ", 20 s simulated; 5 s with --quick), fine engine, one run\n"
     "  --json   print the results as JSON\n"
     "  --quick  fewer repetitions and shorter runs\n"
     "  --trace SEED  print the engine self-test completion trace for SEED (compares builds)\n";
@@ -196,6 +202,36 @@ out:
 
 /* ---- driver -------------------------------------------------------------------------------- */
 
+/* Runs the stress profile for duration (a scenario value, "20s") into *o; 0 or the error (e set). */
+static int bench_end_to_end(const char *duration, json_t *o, err_t *e)
+{
+    char set[64];
+    snprintf(set, sizeof set, "run.duration_s=%s", duration);
+    const char *sets[1] = {set};
+    study_t *s;
+    int rc = study_open(STRESS_SCENARIO, sets, 1, &s, e);
+    if (rc) return rc;
+    study_opts_t opts = {0};
+    study_result_t *r = NULL;
+    double t0 = now_s();
+    rc = study_run(s, 0, &opts, &r, e);
+    double cpu_s = now_s() - t0;
+    if (!rc) {
+        double sim_s = r->duration_s * r->replications;
+        json_object_set_new(o, "scenario", json_string(STRESS_SCENARIO));
+        json_object_set_new(o, "engine", json_string("fine"));
+        json_object_set_new(o, "simulated_s", json_real(sim_s));
+        json_object_set_new(o, "cpu_s", json_real(cpu_s));
+        json_object_set_new(o, "wall_s", json_real(r->wall_s));
+        json_object_set_new(o, "sim_s_per_cpu_s", json_real(sim_s / cpu_s));
+        json_object_set_new(o, "sim_s_per_wall_s", json_real(sim_s / r->wall_s));
+        json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    }
+    study_result_free(r);
+    study_free(s);
+    return rc;
+}
+
 static int run_trace(const char *arg)
 {
     char *end;
@@ -280,6 +316,18 @@ static int bench_main(int argc, char **argv)
             printf("  %4d flows  %7.3f M flow events/s   max rel. rate diff vs naive %.2g\n", nflows[k], m / 1e6,
                    max_rel);
     }
+    json_t *je = json_object();
+    json_object_set_new(root, "end_to_end", je);
+    err_t e;
+    if (bench_end_to_end(quick ? "5s" : "20s", je, &e)) {
+        json_decref(root);
+        return cmd_fail("bench", "stress profile: %s", e.msg);
+    }
+    if (!json)
+        printf("end to end, %s, fine engine: %.3g s simulated in %.3g CPU s (%.3gx real time), %.3g wall s (%.3gx)\n",
+               STRESS_SCENARIO, json_real_value(json_object_get(je, "simulated_s")),
+               json_real_value(json_object_get(je, "cpu_s")), json_real_value(json_object_get(je, "sim_s_per_cpu_s")),
+               json_real_value(json_object_get(je, "wall_s")), json_real_value(json_object_get(je, "sim_s_per_wall_s")));
     if (json) {
         char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
         json_decref(root);

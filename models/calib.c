@@ -14,12 +14,24 @@ typedef struct centry {
     double x_min, x_max;
 } centry_t;
 
+/* Notes come from every op a cost form builds, with the same few names (mostly literals): a slot per
+ * name pointer remembers its entry (or that there is none), checked against a copy of the name. */
+#define NOTE_SLOTS 128
+#define NOTE_NAME_MAX 48
+
+typedef struct note_slot {
+    const char *ptr;   /* NULL: empty */
+    long idx;          /* the entry, or -1 for none */
+    char name[NOTE_NAME_MAX];
+} note_slot_t;
+
 struct calib {
     centry_t *v;       /* sorted by name */
     size_t n;
     uint64_t hash;
     char *profile;     /* the profile's name, NULL when none */
     calib_platform_t platform; /* strings owned; all NULL when undeclared */
+    note_slot_t note[NOTE_SLOTS];  /* emptied when an entry is inserted (indices move) */
 };
 
 static void entry_clear(centry_t *en)
@@ -100,6 +112,7 @@ int calib_set(calib_t *c, const calib_param_t *p, err_t *e)
     }
     c->v[at] = ne;
     c->n++;
+    for (size_t i = 0; i < NOTE_SLOTS; i++) c->note[i].ptr = NULL;
     return ERR_OK;
 }
 
@@ -291,9 +304,25 @@ int calib_get(const calib_t *c, const char *name, double *out, err_t *e)
 
 static bool is_assumed(const char *origin) { return !strncmp(origin, "assumed", 7); }
 
+/* entry_find through the note slots. */
+static centry_t *note_find(calib_t *c, const char *name)
+{
+    uintptr_t h = (uintptr_t)name;
+    note_slot_t *s = &c->note[(h ^ (h >> 7) ^ (h >> 14)) % NOTE_SLOTS];
+    if (s->ptr == name && !strcmp(s->name, name)) return s->idx >= 0 ? &c->v[s->idx] : NULL;
+    centry_t *en = entry_find(c, name);
+    size_t len = strlen(name);
+    if (len < NOTE_NAME_MAX) {
+        s->ptr = name;
+        s->idx = en ? (long)(en - c->v) : -1;
+        memcpy(s->name, name, len + 1);
+    }
+    return en;
+}
+
 void calib_note(calib_t *c, const char *name, double x)
 {
-    centry_t *en = c ? entry_find(c, name) : NULL;
+    centry_t *en = c ? note_find(c, name) : NULL;
     if (!en) return;
     en->uses++;
     if (isnan(x)) return;
@@ -304,7 +333,7 @@ void calib_note(calib_t *c, const char *name, double x)
 
 void calib_note_outside(calib_t *c, const char *name)
 {
-    centry_t *en = c ? entry_find(c, name) : NULL;
+    centry_t *en = c ? note_find(c, name) : NULL;
     if (!en) return;
     en->uses++;
     en->outside++;

@@ -57,7 +57,8 @@ typedef struct fathom_stats {
 } fathom_stats_t;
 
 /* Statistics over `queries` random plans at a plane-bit budget, each shared by `group` query heads
- * (q_gj ~ N(0,1), GSL mt19937 seeded with seed). Errors: ERR_INVAL, ERR_NOMEM. */
+ * (q_gj ~ N(0,1), GSL mt19937 seeded with seed). Results are memoised per process by all inputs (the
+ * profile compared bit for bit). Not thread-safe. Errors: ERR_INVAL, ERR_NOMEM. */
 int fathom_stats(const double *sigma2, int channels, int group, int plane_bits, int queries, uint64_t seed,
                  fathom_stats_t *out, err_t *e);
 

@@ -58,19 +58,20 @@ typedef struct comp {
 } comp_t;
 
 typedef struct res {
-    double capacity, used;
-    double wsum;       /* Σ coef·w over its flows, kept as flows come and go */
-    slot_t *fl;
+    /* what a re-solve's levels read, first: one cache line */
+    double capacity;
+    double unfixed_w;  /* solve scratch: Σ coef·w over unfixed flows */
+    double fixed_use;  /* solve scratch: Σ coef·rate over fixed flows */
+    int32_t n_unfixed; /* solve scratch */
     int32_t n, cap;
+    double wsum;       /* Σ coef·w over its flows, kept as flows come and go */
+    double new_lambda; /* solve scratch */
+    double used;
+    slot_t *fl;
     hist_tw_t busy, work;
     group_t grp;
     int32_t parent;    /* union-find; the root holds the component */
     comp_t comp;
-    /* solve scratch */
-    double unfixed_w;  /* Σ coef·w over unfixed flows */
-    double fixed_use;  /* Σ coef·rate over fixed flows */
-    double new_lambda;
-    int32_t n_unfixed;
 } res_t;
 
 typedef struct flow {
@@ -105,7 +106,7 @@ struct fluid {
     int64_t next_ps;
     int next_dirty;
     /* scratch, sized to capres or capfl */
-    int32_t *seeds, *fixed, *movers, *done;
+    int32_t *seeds, *live, *act, *fixed, *movers, *done;
 };
 
 static inline use_t *uses_of(flow_t *f) { return f->n_uses <= INLINE_USES ? f->inl : f->ext; }
@@ -359,27 +360,36 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
 {
     uint64_t m = ++fl->mark;
     comp_t *C = &fl->res[root].comp;
+    /* live: the members some flow crosses, in member order (ties between levels go to the first);
+     * act: those of them with unfixed flows, compacted as levels fix them. The others hold no flow
+     * (wsum exactly 0) and only take part in the apply step. */
+    int32_t *live = fl->live, *act = fl->act, nlive = 0;
     for (int32_t k = 0; k < C->nmem; k++) {
         res_t *R = &fl->res[C->members[k]];
         R->unfixed_w = R->wsum;
         R->fixed_use = 0;
         R->n_unfixed = R->n;
         R->new_lambda = 0;
+        if (R->n) live[nlive++] = C->members[k];
     }
+    memcpy(act, live, (size_t)nlive * sizeof *act);
+    int32_t nact = nlive;
     int32_t left = C->nflows, nfixed = 0, ci = 0, last = -1;
     for (;;) {
-        int32_t b = -1;
+        int32_t b = -1, kept = 0;
         double lb = INFINITY;
-        for (int32_t k = 0; k < C->nmem; k++) {
-            res_t *R = &fl->res[C->members[k]];
+        for (int32_t k = 0; k < nact; k++) {
+            res_t *R = &fl->res[act[k]];
             if (!R->n_unfixed) continue;
+            act[kept++] = act[k];
             double room = R->capacity - R->fixed_use;
             double lam = (room > 0 ? room : 0) / R->unfixed_w;
             if (lam < lb) {
                 lb = lam;
-                b = C->members[k];
+                b = act[k];
             }
         }
+        nact = kept;
         /* Fixing a flow at a cap level ≤ lb can only raise every constraint's level, so all caps up to
          * lb are fixed before the levels are computed again. */
         int capped_any = 0;
@@ -395,9 +405,10 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
         res_t *B = &fl->res[b];
         B->new_lambda = lb;
         if (B->n_unfixed == left) {
-            /* The last level: every unfixed flow crosses b and runs at w·lb. */
-            for (int32_t k = 0; k < C->nmem; k++) {
-                res_t *R = &fl->res[C->members[k]];
+            /* The last level: every unfixed flow crosses b and runs at w·lb (members no flow crosses
+             * would add lb·0). */
+            for (int32_t k = 0; k < nlive; k++) {
+                res_t *R = &fl->res[live[k]];
                 R->fixed_use += lb * R->unfixed_w;
             }
             last = b;
@@ -413,7 +424,12 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
     }
 
     /* Apply: clocks to now under the old rates, then move only the flows whose group changed. */
-    for (int32_t k = 0; k < C->nmem; k++) grp_advance(&fl->res[C->members[k]].grp, now_ps);
+    /* A member no flow crosses has an empty group left at rate 0: its clock needs no advance. */
+    for (int32_t k = 0; k < nlive; k++) grp_advance(&fl->res[live[k]].grp, now_ps);
+    for (int32_t k = 0; k < C->nmem; k++) {
+        res_t *R = &fl->res[C->members[k]];
+        if (!R->n && R->grp.lambda != 0) grp_advance(&R->grp, now_ps);
+    }
     grp_advance(&fl->capg, now_ps);
     int32_t nmov = 0;
     if (last >= 0) {
@@ -442,6 +458,10 @@ static int solve(fluid_t *fl, int32_t root, int32_t new_id, int64_t now_ps)
     }
     for (int32_t k = 0; k < C->nmem; k++) {
         res_t *R = &fl->res[C->members[k]];
+        /* A member no flow crosses, already idle and at zero, would only be set to zero again. */
+        if (!R->n && R->grp.lambda == 0 && R->used == 0 && R->busy.value == 0 && R->work.value == 0 &&
+            R->grp.next_ps == SIM_TIME_NEVER)
+            continue;
         R->grp.lambda = R->grp.n ? R->new_lambda : 0;
         grp_update_next(&R->grp);
         R->used = R->fixed_use;
@@ -480,6 +500,8 @@ void fluid_free(fluid_t *fl)
     free(fl->fl);
     free(fl->free_ids);
     free(fl->seeds);
+    free(fl->live);
+    free(fl->act);
     free(fl->fixed);
     free(fl->movers);
     free(fl->done);
@@ -499,7 +521,9 @@ int fluid_res_add(fluid_t *fl, double capacity, int32_t *out)
     if (fl->nres == fl->capres) {
         int32_t cap = fl->capres ? 2 * fl->capres : 16;
         if (grow((void **)&fl->res, (size_t)cap, sizeof *fl->res) ||
-            grow((void **)&fl->seeds, (size_t)cap, sizeof *fl->seeds))
+            grow((void **)&fl->seeds, (size_t)cap, sizeof *fl->seeds) ||
+            grow((void **)&fl->live, (size_t)cap, sizeof *fl->live) ||
+            grow((void **)&fl->act, (size_t)cap, sizeof *fl->act))
             return ERR_NOMEM;
         fl->capres = cap;
     }

@@ -128,18 +128,6 @@ double hist_quantile(const hist_t *h, double q)
     return v;
 }
 
-void hist_tw_set(hist_tw_t *tw, int64_t t_ps, double value)
-{
-    tw->integral = hist_tw_integral(tw, t_ps);
-    tw->t_ps = t_ps;
-    tw->value = value;
-}
-
-double hist_tw_integral(const hist_tw_t *tw, int64_t t_ps)
-{
-    return tw->integral + tw->value * (double)(t_ps - tw->t_ps);
-}
-
 double hist_tw_mean(const hist_tw_t *tw, int64_t t_ps)
 {
     return t_ps > 0 ? hist_tw_integral(tw, t_ps) / (double)t_ps : 0.0;

@@ -44,10 +44,19 @@ typedef struct hist_tw {
     int64_t t_ps;     /* time of the last change */
 } hist_tw_t;
 
+/* ∫ value dt over [0, t_ps] in value·ps (t_ps ≥ the last change). Inline: the solver sets two per
+ * constraint on every re-solve. */
+static inline double hist_tw_integral(const hist_tw_t *tw, int64_t t_ps)
+{
+    return tw->integral + tw->value * (double)(t_ps - tw->t_ps);
+}
 /* Sets the value from t_ps on (t_ps ≥ the last change). */
-void hist_tw_set(hist_tw_t *tw, int64_t t_ps, double value);
-/* ∫ value dt over [0, t_ps] in value·ps (t_ps ≥ the last change). */
-double hist_tw_integral(const hist_tw_t *tw, int64_t t_ps);
+static inline void hist_tw_set(hist_tw_t *tw, int64_t t_ps, double value)
+{
+    tw->integral = hist_tw_integral(tw, t_ps);
+    tw->t_ps = t_ps;
+    tw->value = value;
+}
 /* Mean value over [0, t_ps]; 0 when t_ps ≤ 0. */
 double hist_tw_mean(const hist_tw_t *tw, int64_t t_ps);
 
