@@ -183,6 +183,7 @@ static int predict(run_ctx_t *x, const char *yaml, const study_result_t **res, e
 static cmp_pred_t pred_of(const kbrow_t *r, const study_result_t *res)
 {
     cmp_pred_t p = {res->step_p50_s.mean * 1e6, res->step_p99_s.mean * 1e6, NAN};
+    if (r->op == OPKIND_PREFILL_CHUNK) p = (cmp_pred_t){res->prefill_p50_s.mean * 1e6, res->prefill_p99_s.mean * 1e6, NAN};
     if (r->op == OPKIND_SESSION_STEP)
         p.tput_per_s = isnan(r->concurrent_id) ? res->tps_total.mean : res->tps_session_mean.mean;
     return p;

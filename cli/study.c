@@ -97,7 +97,8 @@ study_stat_t study_stat_of(const double *x, size_t n)
     return st;
 }
 
-enum { M_STEP50, M_STEP95, M_STEP99, M_STEPMEAN, M_TTFT50, M_TTFT95, M_TTFT99, M_TPS_SESS, M_TPS_TOTAL, M_SLO, M_COUNT };
+enum { M_STEP50, M_STEP95, M_STEP99, M_STEPMEAN, M_TTFT50, M_TTFT95, M_TTFT99, M_TPS_SESS, M_TPS_TOTAL, M_SLO, M_PF50, M_PF99,
+       M_COUNT };
 
 static void fill_metrics(const study_rep_t *rep, double *m)
 {
@@ -116,6 +117,9 @@ static void fill_metrics(const study_rep_t *rep, double *m)
     /* Turns still running count once their outcome is decided (a missed first token, a slow rate). */
     double judged = (double)(st->turns_done + st->open_slo_ok + st->open_slo_missed);
     m[M_SLO] = judged > 0 ? (double)(st->turns_slo_ok + st->open_slo_ok) / judged : NAN;
+    bool chunks = hist_count(st->prefill_chunk_s) > 0;
+    m[M_PF50] = chunks ? hist_quantile(st->prefill_chunk_s, 0.50) : NAN;
+    m[M_PF99] = chunks ? hist_quantile(st->prefill_chunk_s, 0.99) : NAN;
 }
 
 /* Met when enough judged turns meet it and the box's p99 step is within bound; a run that judged no
@@ -157,7 +161,7 @@ int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **o
         double col[1000];
         study_stat_t *dst[M_COUNT] = {&r->step_p50_s, &r->step_p95_s, &r->step_p99_s, &r->step_mean_s, &r->ttft_p50_s,
                                       &r->ttft_p95_s, &r->ttft_p99_s, &r->tps_session_mean, &r->tps_total,
-                                      &r->slo_attainment};
+                                      &r->slo_attainment, &r->prefill_p50_s, &r->prefill_p99_s};
         for (int j = 0; j < M_COUNT; j++) {
             for (uint32_t k = 0; k < reps; k++) col[k] = m[(size_t)k * M_COUNT + (size_t)j];
             *dst[j] = study_stat_of(col, reps);

@@ -106,6 +106,7 @@ typedef struct study_result {
     double duration_s;                 /* simulated time of each replication */
     study_stat_t step_p50_s, step_p95_s, step_p99_s, step_mean_s;
     study_stat_t ttft_p50_s, ttft_p95_s, ttft_p99_s;
+    study_stat_t prefill_p50_s, prefill_p99_s; /* prefill chunk latency (NAN: no chunk ran) */
     study_stat_t tps_session_mean;     /* decode tokens/s per session */
     study_stat_t tps_total;            /* decode tokens/s of the box */
     study_stat_t slo_attainment;       /* share of sessions (or turns) meeting every SLO, 0..1 */

@@ -104,10 +104,10 @@ static const cfg_param_t run_params[] = {
       "each op's time varies as kbench measured: median its time alone t, p99 jitter_us + jitter_rel*t above (an exponential tail; jitter_copy_* for copies over the host link, jitter_gather_* for kernels reading host memory)"),
 };
 
-static const char *const probe_whats[] = {"op", "layer_step", "session_step", NULL};
+static const char *const probe_whats[] = {"op", "layer_step", "session_step", "prefill_chunk", NULL};
 
 static const cfg_param_t probe_params[] = {
-    E("what", scn_probe_t, what, "op", probe_whats, "a single op, one layer's step, or sessions looping steps"),
+    E("what", scn_probe_t, what, "op", probe_whats, "a single op, one layer's step, sessions looping steps, or one session's prefill chunk (n_tokens of context, batch tokens) beside sessions - 1 looping steps"),
     P("op", CFG_T_STRING, scn_probe_t, op, "", 1, 0, "op kind (models/opkind.h)"),
     P("variant", CFG_T_STRING, scn_probe_t, variant, "", 1, 0, "kbench variant (path, method or mix)"),
     P("n_tokens", CFG_T_INT, scn_probe_t, n_tokens, "0", 0, (double)METHOD_MAX_CONTEXT_TOKENS, "context tokens"),

@@ -75,7 +75,7 @@ typedef struct scn_probe {
     bool zero_copy, stage, launch_hidden;
 } scn_probe_t;
 
-enum { SCN_PROBE_OP = 0, SCN_PROBE_LAYER_STEP = 1, SCN_PROBE_SESSION_STEP = 2 };
+enum { SCN_PROBE_OP = 0, SCN_PROBE_LAYER_STEP = 1, SCN_PROBE_SESSION_STEP = 2, SCN_PROBE_PREFILL_CHUNK = 3 };
 
 /* Binds each section; errors name file:line:col and key. */
 int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e);

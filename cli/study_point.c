@@ -81,7 +81,9 @@ static int resolve_bound(study_t *s, size_t i, study_point_t *pt, err_t *e)
     if (!rc) rc = bind_sections(pt, e);
     if (!rc) rc = hw_resolve_node(s->hwcat, pt->top.hardware, &pt->hw, e);
     if (!rc) rc = llm_get(s->llmcat, pt->model.name, pt->model.set, &pt->llm, e);
-    if (!rc && pt->wl.kind == SCN_WL_PROBE && pt->probe.what != SCN_PROBE_SESSION_STEP) probe_shape(&pt->probe, &pt->llm);
+    if (!rc && pt->wl.kind == SCN_WL_PROBE && pt->probe.what != SCN_PROBE_SESSION_STEP &&
+        pt->probe.what != SCN_PROBE_PREFILL_CHUNK)
+        probe_shape(&pt->probe, &pt->llm);
     if (!rc) rc = method_cfg_bind(pt->top.method, &pt->mcfg, e);
     if (!rc && strcmp(pt->top.calibration, "none")) {
         pt->calib_path = study_path(s, pt->top.calibration);

@@ -603,15 +603,21 @@ static int feed_generator(feed_t *f, err_t *e)
     return rc;
 }
 
-/* A measured case: N sessions each decoding `steps` tokens at a fixed context. */
+/* A measured case: N sessions each decoding `steps` tokens at a fixed context; a prefill_chunk probe's
+ * first session instead prefills `batch` tokens after its context (one chunk, its first token) beside
+ * the others' steps. */
 static int feed_probe(feed_t *f, err_t *e)
 {
     const scn_probe_t *p = &f->pt->probe;
     exec_turn_t turn = {.arrival_s = -1, .decode_tokens = (uint32_t)p->steps};
+    exec_turn_t chunk = {.arrival_s = -1, .prefill_tokens = (uint32_t)p->batch, .decode_tokens = 1};
     int rc = ERR_OK;
-    for (int64_t i = 0; !rc && i < p->sessions; i++)
+    for (int64_t i = 0; !rc && i < p->sessions; i++) {
+        bool pf = i == 0 && p->what == SCN_PROBE_PREFILL_CHUNK;
         rc = add_session(f, gpu_of(f, (uint64_t)i, (uint64_t)p->sessions), 0, (uint64_t)p->n_tokens,
-                         (uint64_t)(p->n_tokens + p->steps), false, &turn, 1, e);
+                         (uint64_t)p->n_tokens + (pf ? (uint64_t)p->batch + 1 : (uint64_t)p->steps), false, pf ? &chunk : &turn,
+                         1, e);
+    }
     return rc;
 }
 

@@ -123,4 +123,15 @@ size_t kb_attn_part_bytes(int heads, int total_splits, int g);
 /* A split count that fills the GPU for n rows over heads KV heads. */
 int kb_attn_splits(size_t n, int heads);
 
+/* ---- attn_prefill.cu: a prefill chunk's causal attention ----------------------- */
+
+/* out[(qh * c + t) * KREF_D ..] (bf16) = softmax(q_t K^T) V for the chunk's c queries of each of
+ * heads * g query heads (q bf16, query head qh's query t at q + (qh * c + t) * KREF_D, scaled by
+ * log2(e) / sqrt(d): the softmax is taken in base 2) over the rows of KV head qh / g: n earlier rows
+ * (row r at ctx + h * ctx_hs + r * 2 * KREF_D, its value KREF_D further), then the chunk's own
+ * rows up to t (row u at nw + h * new_hs + u * 2 * KREF_D). All in HBM; dynamic shared memory
+ * about 95 KB a block. */
+void kb_attn_prefill(const uint16_t *ctx, size_t ctx_hs, size_t n, const uint16_t *nw, size_t new_hs,
+                     const uint16_t *q, int g, int heads, int c, uint16_t *out, cudaStream_t s);
+
 #endif

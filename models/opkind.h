@@ -28,7 +28,8 @@
     X(LAYER_STEP, "layer_step")     /* a whole offloaded layer step (measured) */ \
     X(SESSION_STEP, "session_step") /* a session's step under concurrency (measured) */ \
     X(TIMESLICE, "timeslice")       /* runs and switch-outs of time-sliced contexts (measured) */ \
-    X(L2_WRITEBACK, "l2_writeback") /* dirty L2 lines written back under the next GEMM */
+    X(L2_WRITEBACK, "l2_writeback") /* dirty L2 lines written back under the next GEMM */ \
+    X(PREFILL_CHUNK, "prefill_chunk") /* a whole prefill chunk over every layer (measured) */
 
 typedef enum {
 #define OPKIND_ENUM(id, name) OPKIND_##id,

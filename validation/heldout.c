@@ -166,8 +166,13 @@ uint64_t heldout_case_key(const kbrow_t *r)
 {
     double sessions = fmax(isnan(r->streams) ? 1 : r->streams, isnan(r->procs) ? 1 : r->procs);
     char key[256];
-    int n = snprintf(key, sizeof key, "%s|%lld|%lld", r->method, isnan(r->n_tokens) ? -1LL : (long long)r->n_tokens,
-                     (long long)sessions);
+    long long n_tokens = isnan(r->n_tokens) ? -1LL : (long long)r->n_tokens;
+    /* a prefill chunk's case is also its chunk size (the whole suite's chunk_tokens is its flush T,
+     * the same in every case: its keys stay as they were committed) */
+    int n = !strcmp(r->suite, "prefill")
+                ? snprintf(key, sizeof key, "%s|%lld|%lld|%lld", r->method, n_tokens,
+                           isnan(r->chunk_tokens) ? -1LL : (long long)r->chunk_tokens, (long long)sessions)
+                : snprintf(key, sizeof key, "%s|%lld|%lld", r->method, n_tokens, (long long)sessions);
     return str_fnv1a(key, (size_t)(n < (int)sizeof key ? n : (int)sizeof key - 1));
 }
 

@@ -42,8 +42,10 @@ heldout_class_t heldout_classify(const heldout_t *h, const kbrow_t *r, char *gro
 
 /* The case key the `key_mod` rules split on: str_fnv1a (common/str.h: FNV-1a 64 with offset basis
  * 1469598103934665603) of "METHOD|N_TOKENS|SESSIONS",
- * SESSIONS the larger of streams and procs (1 when both are empty), N_TOKENS -1 when empty; every
- * row of one configuration (its sessions' rows and their aggregate) has the same key. */
+ * SESSIONS the larger of streams and procs (1 when both are empty), N_TOKENS -1 when empty; for the
+ * prefill suite "METHOD|N_TOKENS|CHUNK_TOKENS|SESSIONS" (the context, the chunk's tokens, CHUNK_TOKENS
+ * -1 when empty); every row of one configuration (its sessions' rows and their aggregate) has the
+ * same key. */
 uint64_t heldout_case_key(const kbrow_t *r);
 
 /* FNV-1a 64 of the rule text, for provenance. */

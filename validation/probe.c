@@ -145,8 +145,12 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
         fputc(']', fp);
     } else if (r->bits > 0 && !ops->budget_fixed)
         put_num(fp, "budget", r->bits);
-    /* kbench's cases without a k ran at its k = 2048 */
-    if (!ops->reads_all) put_num(fp, "k", r->k > 0 ? r->k : 2048);
+    /* a prefill chunk: exact or sparse by kbench's variant; a sparse chunk's k column holds the rows it
+     * selects per KV head, prefill_union x k (kbench's union is 8, odsim's default: its CSV header);
+     * kbench's other cases without a k ran at its k = 2048 */
+    bool pf = r->op == OPKIND_PREFILL_CHUNK;
+    if (pf) put_str(fp, "prefill", !strcmp(r->variant, "sparse") ? "sparse" : "exact");
+    if (!ops->reads_all) put_num(fp, "k", r->k > 0 ? (pf ? r->k / 8 : r->k) : 2048);
     if (ops->pages && *page) fprintf(fp, ", page: %d", atoi(page));
     if (one_of(lay, layouts)) put_str(fp, "layout", lay);
     /* kbench's other numbered plane-scan kernels ("...;kernelN") and its Fathom scan of each query
@@ -193,9 +197,13 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     if (!strcmp(mode, "procs")) snprintf(mode, sizeof mode, "processes");
     /* kbench runs each session on one CUDA stream and times it with events recorded in that stream. */
     fputs("serving: {session_streams: one, latency_from: device", fp);
+    if (pf && r->batch > 0) put_num(fp, "prefill_chunk", r->batch);
     if (one_of(mode, exec_mode_names)) fprintf(fp, ", mode: %s", mode);
     fputs("}\n", fp);
-    const char *what = r->op == OPKIND_LAYER_STEP ? "layer_step" : r->op == OPKIND_SESSION_STEP ? "session_step" : "op";
+    const char *what = r->op == OPKIND_LAYER_STEP     ? "layer_step"
+                       : r->op == OPKIND_SESSION_STEP ? "session_step"
+                       : pf                           ? "prefill_chunk"
+                                                      : "op";
     fprintf(fp, "workload:\n  kind: probe\n  probe: {what: %s", what);
     put_str(fp, "op", r->op_name);
     put_str(fp, "variant", r->variant);
@@ -226,6 +234,7 @@ int probe_scenario(const kbrow_t *r, const char *box, const char *calib_path, bo
     /* as many steps as kbench's repetitions (a p99 is an order statistic of them), up to the 1000 of its
      * step suite */
     double steps = isnan(r->reps) ? 20 : fmin(fmax(r->reps, 20), 1000);
+    if (pf) steps = 1000;   /* the neighbours decode for as long as the chunk runs (kbench loops them) */
     put_num(fp, "steps", steps);
     put_num(fp, "streams", r->streams >= 1 ? r->streams : NAN);
     fputs("}\nrun: {replications: 1, seed: 1, sample_calibration: false, jitter: true}\n", fp);

@@ -149,5 +149,6 @@ int kb_suite_step(const kb_opts_t *o);
 int kb_suite_concurrency(const kb_opts_t *o);
 int kb_suite_host(const kb_opts_t *o);
 int kb_suite_whole(const kb_opts_t *o);
+int kb_suite_prefill(const kb_opts_t *o);
 
 #endif

@@ -2,7 +2,7 @@
  *
  *   kbench SUITE [--quick] [-o FILE.csv] [--model NAME] [--max-region GIB] [--only SECTION]
  *
- * SUITE is link, kernels, step, concurrency, host or whole (run each in its own
+ * SUITE is link, kernels, step, concurrency, host, whole or prefill (run each in its own
  * invocation; concurrency forks its sessions before CUDA starts). --only runs
  * one section of link or kernels alone. Exit status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
  */
@@ -13,7 +13,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: kbench link|kernels|step|concurrency|host|whole [--quick] [-o FILE.csv] "
+    fprintf(stderr, "usage: kbench link|kernels|step|concurrency|host|whole|prefill [--quick] [-o FILE.csv] "
                     "[--model NAME] [--max-region GIB] [--only SECTION (link: a section; kernels: attn, after_layer)]\n");
     return 2;
 }
@@ -60,5 +60,7 @@ int main(int argc, char **argv)
         return kb_suite_host(&o);
     if (!strcmp(suite, "whole"))
         return kb_suite_whole(&o);
+    if (!strcmp(suite, "prefill"))
+        return kb_suite_prefill(&o);
     return usage();
 }

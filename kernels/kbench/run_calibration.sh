@@ -30,7 +30,7 @@ make -C kernels -j"$(nproc)" >>"$LOG" 2>&1 || { tail -40 "$LOG"; exit 2; }
 [ "$MODE" = probe ] && exit 0
 
 Q=""; [ "$MODE" = quick ] && Q=--quick
-declare -A LIMIT=([link]=260 [kernels]=200 [step]=170 [concurrency]=95 [whole]=420)
+declare -A LIMIT=([link]=260 [kernels]=200 [step]=170 [concurrency]=95 [whole]=420 [prefill]=420)
 status=0
 for s in $SUITES; do
     lim=${LIMIT[$s]:-120}; [ "$MODE" = quick ] && lim=90

@@ -106,6 +106,51 @@ Test(heldout, whole_split_is_the_committed_hash_rule)
     heldout_free(h);
 }
 
+/* Issue 31: the prefill suite's cases split by hash of "METHOD|N_TOKENS|CHUNK_TOKENS|SESSIONS"
+ * modulo 3 (0: prefill_dev, else the sealed prefill group), before the context rule takes the long
+ * contexts; the grid kbench measures (kernels/kbench/suite_prefill.cu: exact chunks as dense and
+ * sparse ones as pertoken136, 1K, 4K and 16K tokens over 32K and 128K, alone and beside one decode)
+ * leaves at least 10 sealed and 3 development cases; a whole-suite row's key ignores its chunk. */
+Test(heldout, prefill_split_is_the_committed_hash_rule)
+{
+    heldout_t *h = NULL;
+    err_t e;
+    cr_assert_eq(heldout_load("validation/heldout.yaml", &h, &e), 0, "%s", e.msg);
+    static const char *const methods[] = {"dense", "pertoken136"};
+    static const double ns[] = {32768, 131072, 524288}, chunks[] = {1024, 4096, 16384, 32768};
+    int sealed = 0, dev = 0;
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 3; i++)
+            for (int c = 0; c < 4; c++)
+                for (int s = 1; s <= 2; s++) {
+                    char key[96], g[64];
+                    snprintf(key, sizeof key, "%s|%.0f|%.0f|%d", methods[m], ns[i], chunks[c], s);
+                    bool is_dev = fnv1a_here(key) % 3 == 0;
+                    kbrow_t r = mk("prefill", ns[i], s > 1 ? 0 : NAN, "streams");
+                    r.method = methods[m];
+                    r.op_name = "prefill_chunk";
+                    r.chunk_tokens = chunks[c];
+                    r.batch = chunks[c];
+                    r.streams = s;
+                    r.procs = 1;
+                    cr_assert_eq(heldout_case_key(&r), fnv1a_here(key), "%s", key);
+                    heldout_class_t cl = heldout_classify(h, &r, g, sizeof g);
+                    cr_assert_eq(cl, is_dev ? HELDOUT_HELD : HELDOUT_SEALED, "%s", key);
+                    cr_assert_str_eq(g, is_dev ? "prefill_dev" : "prefill", "%s", key);
+                    if (ns[i] > 131072 || chunks[c] > 16384) continue;   /* the grid measured surely */
+                    if (is_dev) dev++;
+                    else sealed++;
+                }
+    cr_assert_geq(sealed, 10);
+    cr_assert_geq(dev, 3);
+    kbrow_t r = mk("whole", 32768, NAN, "streams");
+    r.method = "dense";
+    r.chunk_tokens = 1024;
+    r.streams = 1;
+    cr_assert_eq(heldout_case_key(&r), fnv1a_here("dense|32768|1"));
+    heldout_free(h);
+}
+
 /* Unknown keys, and key rules out of range, are errors naming the file and line. */
 Test(heldout, unknown_keys_are_errors)
 {

@@ -158,6 +158,42 @@ Test(probe, whole_model_steps_are_session_steps)
     free(y);
 }
 
+/* kbench's prefill suite (issue 31): one chunk of `batch` tokens after an offloaded context over the
+ * whole model, exact (dense) or sparse (its k column the 8 x k rows a chunk selects), alone or beside
+ * a decode on another stream: a prefill_chunk probe whose one chunk is the row's. */
+Test(probe, prefill_chunks_are_prefill_chunk_probes)
+{
+    kbrow_t r = whole_row("dense", NAN, 131072, "alone;fetch:ce", 1);
+    r.suite = "prefill";
+    r.op_name = "prefill_chunk";
+    r.op = OPKIND_PREFILL_CHUNK;
+    r.variant = "exact";
+    r.layout = "interleaved";
+    r.k = NAN;
+    r.batch = 4096;
+    r.chunk_tokens = 4096;
+    r.reps = 3;
+    char *y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"dense\", prefill: \"exact\", layout: \"interleaved\", index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "serving: {session_streams: one, latency_from: device, prefill_chunk: 4096}"), "%s", y);
+    cr_assert(strstr(y, "what: prefill_chunk") && strstr(y, "n_tokens: 131072") && strstr(y, "batch: 4096") &&
+                  strstr(y, "sessions: 1"), "%s", y);
+    free(y);
+    r.method = "pertoken136";
+    r.variant = "sparse";
+    r.bits = 136;
+    r.k = 16384;
+    r.batch = r.chunk_tokens = 16384;
+    r.policy = "streams:2;fetch:ce;winners:sm;beside:decode";
+    r.streams = 2;
+    r.concurrent_id = 0;
+    y = scenario_of(&r);
+    cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, prefill: \"sparse\", k: 2048, layout: \"interleaved\", "
+                        "placement: \"host\", index_fetch: ce}"), "%s", y);
+    cr_assert(strstr(y, "prefill_chunk: 16384, mode: streams}") && strstr(y, "sessions: 2") && strstr(y, "batch: 16384"), "%s", y);
+    free(y);
+}
+
 Test(probe, dense_with_kv_in_hbm_keeps_it_there)
 {
     kbrow_t r = blank();
