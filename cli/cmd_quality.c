@@ -81,10 +81,11 @@ static int synth_params(const args_t *a, kvsynth_params_t *p, err_t *e)
     return rc;
 }
 
-static const qest_row_t *find(const qest_row_t *rows, size_t n, const char *method, double bits)
+/* The estimated row of selection `kind` (kernels/ref/select.h) at `bits`, or NULL. */
+static const qest_row_t *find(const qest_row_t *rows, size_t n, int kind, double bits)
 {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(rows[i].method, method) && fabs(rows[i].budget_bits - bits) < 1e-9 && rows[i].n) return &rows[i];
+        if (rows[i].kind == kind && fabs(rows[i].budget_bits - bits) < 1e-9 && rows[i].n) return &rows[i];
     return NULL;
 }
 
@@ -106,7 +107,7 @@ static void directions(const qest_row_t *rows, size_t n, size_t entries, directi
 {
     dir[0] = (direction_t){"fathom 56 bits vs sparq r = 16 (68 bits), attention error",
                            "Fathom lower in 6 of 7 settings, by up to about 5.3x (Fathom paper)", "", "not run"};
-    const qest_row_t *f = find(rows, n, "fathom", 56), *s = find(rows, n, "sparq", 68);
+    const qest_row_t *f = find(rows, n, KREF_SEL_FATHOM, 56), *s = find(rows, n, KREF_SEL_SPARQ, 68);
     if (f && s) {
         int lower = 0;
         double best = 0;
@@ -124,11 +125,11 @@ static void directions(const qest_row_t *rows, size_t n, size_t entries, directi
     dir[1] = (direction_t){"fathom bits reaching pertoken 136's attention error",
                            "46-74 bits reach Double Sparsity 136's error: 1.8-2.9x fewer bytes (Fathom paper)", "",
                            "not run"};
-    const qest_row_t *pt = find(rows, n, "pertoken", 136);
+    const qest_row_t *pt = find(rows, n, KREF_SEL_PERTOKEN, 136);
     if (pt) {
         double target = mean_of(pt, &pt->attn_error), at = NAN, prev_b = NAN, prev_e = NAN;
         for (size_t i = 0; i < n && isnan(at); i++) {   /* fathom rows in the order given: bits ascending */
-            if (strcmp(rows[i].method, "fathom") || !rows[i].n) continue;
+            if (rows[i].kind != KREF_SEL_FATHOM || !rows[i].n) continue;
             double b = rows[i].budget_bits, err = mean_of(&rows[i], &rows[i].attn_error);
             if (err <= target)
                 at = isnan(prev_b) || prev_b > b ? b : prev_b + (b - prev_b) * (prev_e - target) / (prev_e - err);
@@ -150,7 +151,7 @@ static void directions(const qest_row_t *rows, size_t n, size_t entries, directi
                            "LSH needs far more bits: four-task average 48.9 at 32 bits, 69.8 at 256 and 68.6 at 512, "
                            "against 75.1 for learned 32-bit signatures (HashAttention Table 8)",
                            "", "not comparable"};
-    const qest_row_t *l32 = find(rows, n, "lsh", 32), *l512 = find(rows, n, "lsh", 512);
+    const qest_row_t *l32 = find(rows, n, KREF_SEL_LSH, 32), *l512 = find(rows, n, KREF_SEL_LSH, 512);
     snprintf(dir[2].odsim, sizeof dir[2].odsim, "learned signatures not estimated (odsim trains none)");
     if (l32 && l512)
         snprintf(dir[2].odsim + strlen(dir[2].odsim), sizeof dir[2].odsim - strlen(dir[2].odsim),
@@ -264,10 +265,11 @@ static int quality_main(int argc, char **argv)
     err_t e;
     qest_row_t rows[QEST_MAX_ROWS];
     size_t n = 0;
-    static const char *const all[] = {"dense", "exact", "pertoken", "sparq", "fathom", "landmark", "lsh", "hashattn"};
     int rc = ERR_OK;
-    for (int i = 0; !rc && i < (a.n_methods ? a.n_methods : 8); i++)
-        rc = qest_add_rows(a.n_methods ? a.methods[i] : all[i], rows, &n, &e);
+    for (size_t i = 0; !rc && i < (a.n_methods ? (size_t)a.n_methods : qest_n_defaults()); i++) {
+        const char *m = a.n_methods ? a.methods[i] : qest_default_method(i);
+        if (m) rc = qest_add_rows(m, rows, &n, &e);
+    }
     if (rc) return cmd_usage_error(&cmd_quality, "%s", e.msg);
     kvsynth_params_t p;
     kvdump_t dump = {0};

@@ -1,5 +1,6 @@
 /* qest — the quality estimates over a key source (see qest.h). */
 #include "cli/qest.h"
+#include "models/method_ops.h"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -7,21 +8,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The selections the estimator runs, each a kernels/ref selection with its default settings (bits,
+ * or pages for landmarks; 0 ends; a single 0: none); -1 for one it cannot estimate (learned
+ * signatures). exact (the top-k itself) and lsh (untrained signatures) are estimator references,
+ * not odsim methods. */
 static const struct {
-    const char *name;
     int kind;
-    double dflt[8];   /* bits, or pages for landmark; 0 ends; a single 0: no setting */
-} methods[] = {
-    {"dense", KREF_SEL_DENSE, {0}},
-    {"exact", KREF_SEL_EXACT, {0}},
-    {"pertoken", KREF_SEL_PERTOKEN, {34, 68, 136}},
-    {"sparq", KREF_SEL_SPARQ, {34, 68, 136}},
-    {"fathom", KREF_SEL_FATHOM, {34, 46, 56, 68, 74, 92, 136}},
-    {"landmark", KREF_SEL_LANDMARK, {8, 16, 32}},
-    {"lsh", KREF_SEL_LSH, {32, 64, 128, 256, 512}},
-    {"hashattn", -1, {0}},
+    double dflt[8];
+} selections[] = {
+    {KREF_SEL_DENSE, {0}},
+    {KREF_SEL_EXACT, {0}},
+    {KREF_SEL_PERTOKEN, {34, 68, 136}},
+    {KREF_SEL_SPARQ, {34, 68, 136}},
+    {KREF_SEL_FATHOM, {34, 46, 56, 68, 74, 92, 136}},
+    {KREF_SEL_LANDMARK, {8, 16, 32}},
+    {KREF_SEL_LSH, {32, 64, 128, 256, 512}},
+    {-1, {0}},
 };
-#define N_METHODS (sizeof methods / sizeof methods[0])
+#define N_SELECTIONS (sizeof selections / sizeof selections[0])
+
+/* A registered method's selection, from its table's traits (models/method_ops.h). */
+static int kind_of(const method_ops_t *ops)
+{
+    if (ops->reads_all) return KREF_SEL_DENSE;
+    if (ops->planner) return KREF_SEL_FATHOM;
+    if (ops->pages) return KREF_SEL_LANDMARK;
+    if (ops->select == SELECT_QUERY_HEAD) return -1;   /* per-query-head learned signatures */
+    if (ops->query_dependent) return KREF_SEL_SPARQ;
+    return KREF_SEL_PERTOKEN;
+}
+
+/* The estimator's name of selection i: the registered method of its kind, or its reference name. */
+static const char *name_of(size_t i)
+{
+    if (selections[i].kind == KREF_SEL_EXACT) return "exact";
+    if (selections[i].kind == KREF_SEL_LSH) return "lsh";
+    for (int m = 0; m < method_count(); m++)
+        if (kind_of(method_ops_at(m)) == selections[i].kind) return method_ops_at(m)->name;
+    return NULL;
+}
+
+size_t qest_n_defaults(void) { return N_SELECTIONS; }
+const char *qest_default_method(size_t i) { return i < N_SELECTIONS ? name_of(i) : NULL; }
 
 static int add_row(const char *name, int kind, double setting, qest_row_t *rows, size_t *n, err_t *e)
 {
@@ -43,17 +71,24 @@ int qest_add_rows(const char *spec, qest_row_t *rows, size_t *n, err_t *e)
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     size_t m = 0;
-    while (m < N_METHODS && (strlen(methods[m].name) != len || strncmp(methods[m].name, spec, len))) m++;
-    if (m == N_METHODS)
-        return err_set(e, ERR_INVAL, "quality: unknown method in '%s' (known: dense exact pertoken sparq fathom landmark "
-                       "lsh hashattn)", spec);
-    bool setting = methods[m].dflt[0] > 0;
+    for (; m < N_SELECTIONS; m++) {
+        const char *nm = name_of(m);
+        if (nm && strlen(nm) == len && !strncmp(nm, spec, len)) break;
+    }
+    if (m == N_SELECTIONS) {
+        char known[256] = "";
+        for (size_t i = 0; i < N_SELECTIONS; i++)
+            if (name_of(i)) snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", *known ? " " : "", name_of(i));
+        return err_set(e, ERR_INVAL, "quality: unknown method in '%s' (known: %s)", spec, known);
+    }
+    const char *name = name_of(m);
+    bool setting = selections[m].dflt[0] > 0;
     if (colon && !setting)
-        return err_set(e, ERR_INVAL, "quality: '%s': %s takes no setting", spec, methods[m].name);
+        return err_set(e, ERR_INVAL, "quality: '%s': %s takes no setting", spec, name);
     if (!colon) {
-        if (!setting) return add_row(methods[m].name, methods[m].kind, 0, rows, n, e);
-        for (int i = 0; i < 8 && methods[m].dflt[i] > 0; i++) {
-            int rc = add_row(methods[m].name, methods[m].kind, methods[m].dflt[i], rows, n, e);
+        if (!setting) return add_row(name, selections[m].kind, 0, rows, n, e);
+        for (int i = 0; i < 8 && selections[m].dflt[i] > 0; i++) {
+            int rc = add_row(name, selections[m].kind, selections[m].dflt[i], rows, n, e);
             if (rc) return rc;
         }
         return ERR_OK;
@@ -62,11 +97,11 @@ int qest_add_rows(const char *spec, qest_row_t *rows, size_t *n, err_t *e)
     do {
         char *end;
         double v = strtod(p, &end);
-        bool whole = methods[m].kind != KREF_SEL_LANDMARK && methods[m].kind != KREF_SEL_LSH ? true : v == floor(v);
+        bool whole = selections[m].kind != KREF_SEL_LANDMARK && selections[m].kind != KREF_SEL_LSH ? true : v == floor(v);
         if (end == p || (*end && *end != ',') || !(v > 0) || v > 1e6 || !whole)
             return err_set(e, ERR_INVAL, "quality: '%s': settings are positive numbers separated by commas%s", spec,
                            whole ? "" : " (whole numbers for landmark pages and lsh bits)");
-        int rc = add_row(methods[m].name, methods[m].kind, v, rows, n, e);
+        int rc = add_row(name, selections[m].kind, v, rows, n, e);
         if (rc) return rc;
         p = *end ? end + 1 : end;
     } while (*p);

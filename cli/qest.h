@@ -65,6 +65,11 @@ typedef struct qest_summary {
  * pages for landmark). Names: dense exact pertoken sparq fathom landmark lsh hashattn. Errors:
  * ERR_INVAL naming the spec (unknown method, bad number), ERR_RANGE (more than QEST_MAX_ROWS). */
 int qest_add_rows(const char *spec, qest_row_t *rows, size_t *n, err_t *e);
+/* The methods the estimator runs by default, in order (the registered methods by their selection,
+ * and the references exact and lsh): qest_default_method(i) for i < qest_n_defaults(), NULL for a
+ * selection no registered method has. */
+size_t qest_n_defaults(void);
+const char *qest_default_method(size_t i);
 
 /* Runs every row over every step of the source. Errors: those of the source (naming its file),
  * ERR_NOMEM. */

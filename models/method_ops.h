@@ -43,8 +43,10 @@ typedef struct method_ops {
                             * plane_bits, keys, seed and queries are its */
     bool pages;            /* selects pages of `page` tokens, fetched whole (layout page) */
     bool budget_fixed;     /* the model fixes its budget: the budget key is 0 or that value */
-    method_select_t select;     /* the selection its measured kernels ran with (kbench; a validation
-                                 * probe asks for it): every method selects per query head by default */
+    method_select_t select;     /* the selection the method's published kernels make (per query head
+                                 * for learned per-head signatures, else per KV head); a validation
+                                 * probe asks for it. The default for every method is one rule:
+                                 * METHOD_SELECT_RULE (models/method.c) */
     method_layout_t layout;     /* host K/V layout by default */
     method_fetch_t index_fetch; /* index fetch path by default (index_fetch: auto) */
     /* The budget rule: fills *ix for cfg on model m, K/V elements of kv_bytes bytes. Errors:

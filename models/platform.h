@@ -5,7 +5,7 @@
  * differs from the profile's platform:
  *   link      h2d_GBps, d2h_GBps, duplex_GBps follow the study's link: the box's own figures for
  *             its link (measured or published on that host) unless a link is named; else the
- *             link's measured peaks where kbench measured it; else raw_GBps x the protocol
+ *             link's measured peaks where they were measured; else raw_GBps x the protocol
  *             efficiency measured on the calibration host (its peak / its link's raw rate, per
  *             direction; the duplex total as the same share of both directions' peaks). The copy
  *             engine's latency stays as measured there, labelled assumed.

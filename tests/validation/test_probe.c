@@ -189,7 +189,7 @@ Test(probe, prefill_chunks_are_prefill_chunk_probes)
     r.concurrent_id = 0;
     y = scenario_of(&r);
     cr_assert(strstr(y, "method: {method: \"pertoken\", budget: 136, prefill: \"sparse\", k: 2048, layout: \"interleaved\", "
-                        "placement: \"host\", index_fetch: ce}"), "%s", y);
+                        "select: \"kv_head\", placement: \"host\", index_fetch: ce}"), "%s", y);
     cr_assert(strstr(y, "prefill_chunk: 16384, mode: streams}") && strstr(y, "sessions: 2") && strstr(y, "batch: 16384"), "%s", y);
     free(y);
 }
