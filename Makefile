@@ -159,6 +159,7 @@ TEST_BINS_san := $(foreach t,$(TEST_DIRS),build/san/tests/test_$(t))
 # committed seeds and corpus (tests/e2e/fuzz_corpora.sh); `make fuzz` builds the libFuzzer ones.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY  := $(foreach t,$(FUZZ_TARGETS),build/san/fuzz/$(t))
+.SECONDARY: $(foreach t,$(FUZZ_TARGETS) replay,build/san/obj/tests/fuzz/$(t).o)
 build/san/fuzz/%: build/san/obj/tests/fuzz/%.o build/san/obj/tests/fuzz/replay.o $(patsubst %.c,build/san/obj/%.o,$(CLI_SRCS)) \
                   build/san/obj/build/gen/cmdtab.o $(foreach m,$(LIBDEPS_cli),build/san/lib$(m).a) build/san/libkref.a
 	@mkdir -p $(dir $@)
