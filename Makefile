@@ -17,7 +17,7 @@ VERSION     := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 GIT_REV     := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 DEB_PKGS := libyaml-dev libgsl-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev \
-            libcriterion-dev gnuplot-nox clang libclang-rt-14-dev
+            libcriterion-dev gnuplot-nox clang libclang-rt-14-dev libopenmpi-dev openmpi-bin
 
 WARN   := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
           -Wformat=2 -Wno-format-truncation -Wvla -Wno-unused-parameter -Werror
@@ -26,8 +26,19 @@ CFLAGS_COMMON := $(CSTD) $(WARN) -ffp-contract=off -fno-fast-math -MMD -MP \
           -I. -Ibuild/gen -DODSIM_VERSION=\"$(VERSION)\"
 LDLIBS := -lyaml -lgsl -lgslcblas -lprotobuf-c -ljansson -lm
 
-MODE_rel_CFLAGS := -O2 -g
-MODE_dbg_CFLAGS := -O0 -g
+# MPI=1 (the default where mpicc is found) builds rel and dbg odsim able to spread a sweep over the
+# ranks of `mpirun` (cli/par.h); MPI=0 builds without it. The sanitizer build never links MPI (its
+# library's own allocations are not ours to check). Switching MPI in a built tree needs `make clean`.
+MPI ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := -DODSIM_MPI $(shell mpicc --showme:compile)
+MPI_LIBS   := $(shell mpicc --showme:link)
+endif
+MODE_rel_MPI := $(MPI_LIBS)
+MODE_dbg_MPI := $(MPI_LIBS)
+
+MODE_rel_CFLAGS := -O2 -g $(MPI_CFLAGS)
+MODE_dbg_CFLAGS := -O0 -g $(MPI_CFLAGS)
 MODE_san_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 MODE_san_LDFLAGS := -fsanitize=address,undefined
 MODES := rel dbg san
@@ -120,7 +131,7 @@ build/$(1)/odsim: build/$(1)/obj/cli/main.o $$(patsubst %.c,build/$(1)/obj/%.o,$
                   build/$(1)/obj/build/gen/cmdtab.o $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) build/$(1)/libkref.a
 	@echo "  LD [$(1)] $$@"
 	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) \
-	    build/$(1)/libkref.a $$(LDLIBS)
+	    build/$(1)/libkref.a $$(LDLIBS) $$(MODE_$(1)_MPI)
 
 # One Criterion binary per tests/<dir>; tests/cli links the CLI objects too.
 $(foreach t,$(TEST_DIRS),
@@ -130,7 +141,7 @@ build/$(1)/tests/test_$(t): $$(patsubst %.c,build/$(1)/obj/%.o,$$(wildcard tests
       $$(if $$(filter kernels,$(t)),build/$(1)/libkref.a,$$(foreach m,$$(or $$(TESTLIBS_$(t)),$$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a))
 	@mkdir -p $$(dir $$@)
 	@echo "  LD [$(1)] $$@"
-	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(filter %.a,$$^) $$(LDLIBS) -lcriterion
+	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(filter %.a,$$^) $$(LDLIBS) $$(MODE_$(1)_MPI) -lcriterion
 )
 endef
 $(foreach mode,$(MODES),$(eval $(call MODE_RULES,$(mode))))

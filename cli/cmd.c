@@ -1,5 +1,6 @@
 /* Messages and option helpers shared by the commands. */
 #include "cli/cmd.h"
+#include "cli/par.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 int cmd_fail(const char *name, const char *fmt, ...)
 {
+    if (par_rank()) return 1; /* an MPI job's ranks share one stderr: rank 0 speaks for them */
     va_list ap;
     fprintf(stderr, "odsim %s: ", name);
     va_start(ap, fmt);

@@ -8,6 +8,8 @@
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
+#include "cli/study_wire.h"
+#include "cli/par.h"
 #include "common/gnuplot.h"
 
 static int capacity_main(int argc, char **argv);
@@ -105,6 +107,64 @@ static int search(study_t *s, size_t i, const cap_args_t *a, cap_point_t *cp, er
     cp->sessions = lo;
     cp->binding = hi ? binding_of(cp->beyond, &why) : strdup("none up to --max");
     return cp->binding ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+}
+
+/* The sweep points as par units (cli/par.h): unit i is point i's search, packed as its sessions,
+ * runs and binding, then its results at and beyond capacity (cli/study_wire.h; length 0: none). */
+typedef struct cap_units {
+    study_t *s;
+    const cap_args_t *a;
+} cap_units_t;
+
+typedef struct cap_wire {
+    uint32_t sessions, runs;
+    uint64_t binding_len, at_len, beyond_len;
+} cap_wire_t;
+
+static int cap_unit(size_t i, void *ctx, char **buf, size_t *len, err_t *e)
+{
+    const cap_units_t *u = ctx;
+    if (isatty(2) && !par_rank()) fprintf(stderr, "capacity: point %zu/%zu (%s)\n", i + 1, study_n_points(u->s), study_point_label(u->s, i));
+    cap_point_t cp = {0};
+    char *at = NULL, *beyond = NULL;
+    size_t at_len = 0, beyond_len = 0;
+    int rc = search(u->s, i, u->a, &cp, e);
+    if (!rc && cp.at) rc = study_wire_pack(cp.at, &at, &at_len, e);
+    if (!rc && cp.beyond) rc = study_wire_pack(cp.beyond, &beyond, &beyond_len, e);
+    cap_wire_t w = {cp.sessions, cp.runs, cp.binding ? strlen(cp.binding) : 0, at_len, beyond_len};
+    char *b = rc ? NULL : malloc(sizeof w + w.binding_len + at_len + beyond_len);
+    if (!rc && !b) rc = err_set(e, ERR_NOMEM, "out of memory");
+    if (b) {
+        memcpy(b, &w, sizeof w);
+        if (w.binding_len) memcpy(b + sizeof w, cp.binding, w.binding_len);
+        if (at_len) memcpy(b + sizeof w + w.binding_len, at, at_len);
+        if (beyond_len) memcpy(b + sizeof w + w.binding_len + at_len, beyond, beyond_len);
+        *buf = b;
+        *len = sizeof w + w.binding_len + at_len + beyond_len;
+    }
+    free(at);
+    free(beyond);
+    study_result_free(cp.at);
+    study_result_free(cp.beyond);
+    free(cp.binding);
+    return rc;
+}
+
+/* A point packed by cap_unit into *cp (which owns what it gets, also on error). */
+static int unpack_point(const char *buf, size_t len, cap_point_t *cp, err_t *e)
+{
+    cap_wire_t w;
+    if (len < sizeof w) return err_set(e, ERR_PARSE, "a packed capacity point of %zu bytes is malformed", len);
+    memcpy(&w, buf, sizeof w);
+    if (w.binding_len > len || w.at_len > len || w.beyond_len > len || sizeof w + w.binding_len + w.at_len + w.beyond_len != len)
+        return err_set(e, ERR_PARSE, "a packed capacity point of %zu bytes is malformed", len);
+    cp->sessions = w.sessions;
+    cp->runs = w.runs;
+    if (!(cp->binding = strndup(buf + sizeof w, w.binding_len))) return err_set(e, ERR_NOMEM, "out of memory");
+    const char *p = buf + sizeof w + w.binding_len;
+    if (w.at_len && study_wire_unpack(p, w.at_len, &cp->at, e)) return e->code;
+    if (w.beyond_len && study_wire_unpack(p + w.at_len, w.beyond_len, &cp->beyond, e)) return e->code;
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, cap_args_t *a)
@@ -232,11 +292,23 @@ static int capacity_main(int argc, char **argv)
     size_t n = s ? study_n_points(s) : 0;
     cap_point_t *cps = rc ? NULL : calloc(n, sizeof *cps);
     if (!rc && !cps) rc = cmd_fail("capacity", "out of memory");
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (isatty(2)) fprintf(stderr, "capacity: point %zu/%zu (%s)\n", i + 1, n, study_point_label(s, i));
-        if (search(s, i, &a, &cps[i], &e)) rc = cmd_fail("capacity", "point %zu (%s): %s", i, study_point_label(s, i), e.msg);
+    cap_units_t u = {s, &a};
+    par_out_t *outs = rc || par_rank() ? NULL : calloc(n, sizeof *outs);
+    if (!rc && !par_rank() && !outs) rc = cmd_fail("capacity", "out of memory");
+    if (!rc && par_run(n, cap_unit, &u, outs, &e)) rc = cmd_fail("capacity", "%s", e.msg);
+    /* Every failed point is named (one with a single rank, which stops there); nothing is written. */
+    int failed = 0;
+    for (size_t i = 0; !rc && outs && i < n; i++) {
+        if (!outs[i].rc && unpack_point(outs[i].buf, outs[i].len, &cps[i], &e))
+            snprintf(outs[i].msg, sizeof outs[i].msg, "%s", e.msg), outs[i].rc = e.code;
+        if (outs[i].rc && outs[i].rc != 1)
+            failed = cmd_fail("capacity", "point %zu (%s): %s", i, study_point_label(s, i), outs[i].msg);
     }
-    if (!rc && a.json) {
+    if (failed) rc = failed;
+    for (size_t i = 0; outs && i < n; i++) free(outs[i].buf);
+    free(outs);
+    bool writes = !par_rank(); /* rank 0 writes everything */
+    if (!rc && writes && a.json) {
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, point_json(s, i, &cps[i]));
         char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
@@ -244,11 +316,11 @@ static int capacity_main(int argc, char **argv)
         if (txt) puts(txt);
         else rc = cmd_fail("capacity", "out of memory");
         free(txt);
-    } else if (!rc) {
+    } else if (!rc && writes) {
         printf("odsim %s (%s): %s — closed population N, SLO met in >= 95%% of replications\n", ODSIM_VERSION, odsim_git_rev, a.scenario);
         print_text(s, cps, n);
     }
-    if (!rc && a.out && write_out(a.out, s, cps, n, &e)) rc = cmd_fail("capacity", "%s", e.msg);
+    if (!rc && writes && a.out && write_out(a.out, s, cps, n, &e)) rc = cmd_fail("capacity", "%s", e.msg);
     for (size_t i = 0; cps && i < n; i++) {
         study_result_free(cps[i].at);
         study_result_free(cps[i].beyond);

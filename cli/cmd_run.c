@@ -8,6 +8,8 @@
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
+#include "cli/study_wire.h"
+#include "cli/par.h"
 #include "common/atomicio.h"
 
 static int run_main(int argc, char **argv);
@@ -110,6 +112,26 @@ static int emit(const run_args_t *a, study_t *s, study_result_t **rs, const stud
     return 0;
 }
 
+/* The sweep points as par units: unit i is point first + i, packed (cli/study_wire.h). */
+typedef struct run_units {
+    study_t *s;
+    size_t first;
+    const study_opts_t *opts;
+} run_units_t;
+
+static int run_unit(size_t i, void *ctx, char **buf, size_t *len, err_t *e)
+{
+    const run_units_t *u = ctx;
+    study_opts_t opts = *u->opts;
+    if (i) opts.timeline_path = NULL; /* the timeline shows the first point */
+    study_result_t *r = NULL;
+    int rc = study_run(u->s, u->first + i, &opts, &r, e);
+    if (rc) return rc;
+    rc = study_wire_pack(r, buf, len, e);
+    study_result_free(r);
+    return rc;
+}
+
 static int run_main(int argc, char **argv)
 {
     run_args_t a;
@@ -139,19 +161,34 @@ static int run_main(int argc, char **argv)
     if (!rc && (!rs || !as)) rc = cmd_fail("run", "out of memory");
     for (size_t i = 0; !rc && i < n; i++)
         if (study_assumptions_run(s, first + i, &as[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
-    study_opts_t opts = {.replications = a.replications, .progress = isatty(2), .timeline_path = a.timeline,
-                         .timeline_plans = a.timeline_plans};
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (study_run(s, first + i, &opts, &rs[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
-        opts.timeline_path = NULL; /* the timeline shows the first point */
-        if (!rc && a.timing) {
+    study_opts_t opts = {.replications = a.replications, .progress = isatty(2) && par_rank() == 0,
+                         .timeline_path = a.timeline, .timeline_plans = a.timeline_plans};
+    run_units_t u = {s, first, &opts};
+    par_out_t *outs = rc || par_rank() ? NULL : calloc(n, sizeof *outs);
+    if (!rc && !par_rank() && !outs) rc = cmd_fail("run", "out of memory");
+    if (!rc && par_run(n, run_unit, &u, outs, &e)) rc = cmd_fail("run", "%s", e.msg);
+    for (size_t i = 0; !rc && outs && i < n; i++) {
+        if (outs[i].rc == 1) break; /* not run: an earlier point failed (reported below) */
+        if (outs[i].rc || study_wire_unpack(outs[i].buf, outs[i].len, &rs[i], &e)) {
+            if (!outs[i].rc) snprintf(outs[i].msg, sizeof outs[i].msg, "%s", e.msg), outs[i].rc = e.code;
+            continue;
+        }
+        if (a.timing) {
             double sim_s = rs[i]->duration_s * rs[i]->replications;
             fprintf(stderr, "timing: point %zu: %.4g s simulated in %.3g s wall (%.3gx real time), %llu events (%.3g M events/s)\n",
                     first + i, sim_s, rs[i]->wall_s, sim_s / rs[i]->wall_s, (unsigned long long)rs[i]->events,
                     (double)rs[i]->events / rs[i]->wall_s / 1e6);
         }
     }
-    if (!rc) rc = emit(&a, s, rs, as, first, n);
+    /* Every failed point is named (one with a single rank, which stops there); nothing is written. */
+    int failed = 0;
+    for (size_t i = 0; !rc && outs && i < n; i++)
+        if (outs[i].rc && outs[i].rc != 1)
+            failed = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), outs[i].msg);
+    if (failed) rc = failed;
+    for (size_t i = 0; outs && i < n; i++) free(outs[i].buf);
+    free(outs);
+    if (!rc && !par_rank()) rc = emit(&a, s, rs, as, first, n); /* rank 0 writes everything */
     for (size_t i = 0; rs && i < n; i++) study_result_free(rs[i]);
     for (size_t i = 0; as && i < n; i++) study_assumptions_free(&as[i]);
     free(rs);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/par.h"
 #include "common/version.h"
 
 static void print_help(FILE *fp)
@@ -37,7 +38,11 @@ int main(int argc, char **argv)
             fputs((*c)->usage, stdout);
             return 0;
         }
-        return (*c)->main(argc - 1, argv + 1);
+        /* Under mpirun every rank runs the command; cli/par.h spreads its units. */
+        if (par_init(&argc, &argv)) return 1;
+        int rc = (*c)->main(argc - 1, argv + 1);
+        par_finish();
+        return rc;
     }
     fprintf(stderr, "odsim: unknown command '%s'\n", argv[1]);
     print_help(stderr);
