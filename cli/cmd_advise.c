@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/report.h"
 #include "cli/study.h"
 #include "models/method_ops.h"
 #include "models/quality.h"
@@ -202,8 +203,6 @@ static void extrapolation(const advice_t *a, char *buf, size_t n)
                  a->context_tokens, r);
 }
 
-static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
-
 static json_t *advice_json(const advice_t *a)
 {
     char ex[256];
@@ -211,10 +210,10 @@ static json_t *advice_json(const advice_t *a)
     const quality_point_t *p = a->pt;
     json_t *q = json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:o,s:b}", "metric", p->metric, "value", p->value, "source", p->source,
                           "origin", p->origin, "model", p->model, "context", p->context, "context_tokens",
-                          num_or_null(p->context_tokens), "approx", p->approx);
+                          report_num(p->context_tokens), "approx", p->approx);
     return json_pack("{s:s,s:s,s:f,s:f,s:f,s:o,s:o,s:s?}", "method", a->method, "setting", a->config, "step_p50_ms",
                      a->r->step_p50_s.mean * 1e3, "step_p99_ms", a->r->step_p99_s.mean * 1e3, "tokens_per_s_session",
-                     a->r->tps_session_mean.mean, "study_context_tokens", num_or_null(a->context_tokens), "quality", q,
+                     a->r->tps_session_mean.mean, "study_context_tokens", report_num(a->context_tokens), "quality", q,
                      "extrapolates", *ex ? ex : NULL);
 }
 

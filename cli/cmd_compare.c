@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/report.h"
 
 static int compare_main(int argc, char **argv);
 
@@ -86,8 +87,6 @@ static const json_t *point_named(const json_t *run, const char *label)
     return NULL;
 }
 
-static json_t *num(double v) { return isnan(v) ? json_null() : json_real(v); }
-
 /* Notes on what differs between the runs besides their figures. */
 static json_t *notes_of(const json_t *a, const json_t *b)
 {
@@ -127,9 +126,9 @@ static json_t *compare_runs(const json_t *a, const json_t *b, const char *pa, co
             fig_t fa, fb;
             if (!fig_of(v, &fa) || !fig_of(json_object_get(y, key), &fb)) continue;
             double d = fb.mean - fa.mean, h = welch_half(&fa, &fb);
-            json_array_append_new(figs, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", key, "a", num(fa.mean), "b",
-                                                  num(fb.mean), "diff", num(d), "ci95_lo", num(d - h), "ci95_hi",
-                                                  num(d + h), "differs",
+            json_array_append_new(figs, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", key, "a", report_num(fa.mean), "b",
+                                                  report_num(fb.mean), "diff", report_num(d), "ci95_lo", report_num(d - h), "ci95_hi",
+                                                  report_num(d + h), "differs",
                                                   isnan(h) || isnan(d) ? json_null() : json_boolean(fabs(d) > h)));
         }
         json_array_append_new(points, json_pack("{s:s,s:o}", "point", label, "figures", figs));

@@ -117,7 +117,7 @@ void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
-static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
+json_t *report_num(double v) { return isnan(v) ? json_null() : json_real(v); }
 
 static json_t *stat_json(study_stat_t st)
 {
@@ -172,8 +172,8 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         "ttft_p95_s", stat_json(r->ttft_p95_s), "ttft_p99_s", stat_json(r->ttft_p99_s), "tokens_per_s_per_session",
         stat_json(r->tps_session_mean), "tokens_per_s_total", stat_json(r->tps_total), "slo_attainment",
         stat_json(r->slo_attainment), "slo_met", r->slo_met,
-        "standalone_step_s", r->standalone_step_s, "admit_wait_p50_s", num_or_null(r->admit_wait_p50_s),
-        "admit_wait_p99_s", num_or_null(r->admit_wait_p99_s), "admit_never", (json_int_t)r->admit_never, "hbm_peak_bytes", r->hbm_peak_bytes, "hbm_capacity_bytes", r->hbm_capacity_bytes,
+        "standalone_step_s", r->standalone_step_s, "admit_wait_p50_s", report_num(r->admit_wait_p50_s),
+        "admit_wait_p99_s", report_num(r->admit_wait_p99_s), "admit_never", (json_int_t)r->admit_never, "hbm_peak_bytes", r->hbm_peak_bytes, "hbm_capacity_bytes", r->hbm_capacity_bytes,
         "host_peak_bytes", r->host_peak_bytes, "host_capacity_bytes", r->host_capacity_bytes,
         "launch_thread_utilisation", r->launch_utilisation, "resources", resources_json(r), "lost_per_plan_s",
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");

@@ -41,4 +41,7 @@ int report_write_dir(const char *dir, const study_t *s, study_result_t *const *r
 int report_plot(outset_t *set, const char *stem, int width_px, int height_px, const char *data, const char *setup,
                 const char *body, err_t *e);
 
+/* A figure as JSON: the number, or null where it is NAN (no sample, never 0). */
+json_t *report_num(double v);
+
 #endif
