@@ -17,6 +17,7 @@ static int capacity_main(int argc, char **argv);
 const cmd_t cmd_capacity = {
     "capacity", "largest number of concurrent sessions meeting the SLO, per sweep point",
     "usage: odsim capacity SCENARIO.yaml [options]\n"
+    "       odsim capacity --box BOX --model MODEL --method METHOD --context TOKENS [--slo LIST] [options]\n"
     "  The workload must be a closed-population generator (workload.generator.arrival: closed): the\n"
     "  search varies the population N (users, each running one agent session at a time). A point is\n"
     "  feasible when the SLO holds in at least 95% of its replications.\n"
@@ -25,7 +26,15 @@ const cmd_t cmd_capacity = {
     "  --json           results as JSON on stdout\n"
     "  --out DIR        capacity.csv and its plot (SVG, PNG), and results.{csv,json} and plots of each\n"
     "                   point at capacity, published together with DIR/MANIFEST (see odsim run --help)\n"
-    "  --replications R override run.replications\n",
+    "  --replications R override run.replications\n"
+    "quick form (no scenario file): scenarios/capacity_quick.yaml with these keys set; sessions join\n"
+    "holding 3/4 of TOKENS (a reused prefix) and grow towards TOKENS:\n"
+    "  --box BOX        hardware.box (models/catalog/boxes.yaml)\n"
+    "  --model MODEL    model.name (models/catalog/llms.yaml)\n"
+    "  --method METHOD  method.method; --budget BITS and --k K set method.budget and method.k\n"
+    "  --context TOKENS context the sessions grow to, with the scenarios' suffixes (1M = 10^6, 1Mi = 2^20)\n"
+    "  --slo LIST       comma-separated step_p99=DURATION, ttft=DURATION, tokens_per_s=X, attainment=X\n"
+    "                   (default: the template's TTFT 30 s, 5 tokens/s, attainment 0.9)\n",
     capacity_main};
 
 typedef struct cap_point {
@@ -38,6 +47,9 @@ typedef struct cap_point {
 
 typedef struct cap_args {
     const char *scenario, *out;
+    const char *box, *model, *method, *context, *slo, *budget, *k; /* the quick form */
+    bool quick;
+    char *quick_sets;   /* the quick form's --set strings, NUL-separated (owned) */
     const char **sets;
     size_t n_sets;
     bool json;
@@ -167,17 +179,98 @@ static int unpack_point(const char *buf, size_t len, cap_point_t *cp, err_t *e)
     return 0;
 }
 
+
+#define QUICK_TEMPLATE "scenarios/capacity_quick.yaml"
+
+/* The quick form's context, read by the scenarios' integer rule (k, M, G decimal; Ki, Mi, Gi binary). */
+static int quick_context(const char *text, int64_t *out)
+{
+    cfg_doc_t *doc = NULL;
+    err_t e;
+    int rc = cfg_parse_string("--context", text, strlen(text), &doc, &e);
+    if (!rc) rc = cfg_int64(cfg_root(doc), out, &e);
+    cfg_free(doc);
+    if (!rc && (*out < 4096 || *out > (int64_t)1 << 32)) rc = ERR_RANGE;
+    return rc;
+}
+
+/* Appends "key=value" to a->quick_sets and a->sets. */
+static int quick_add(cap_args_t *a, size_t *used, const char *key, const char *value)
+{
+    size_t n = strlen(key) + strlen(value) + 2;
+    char *p = a->quick_sets + *used;
+    snprintf(p, n, "%s=%s", key, value);
+    *used += n;
+    a->sets[a->n_sets++] = p;
+    return 0;
+}
+
+/* The quick form as --set overrides of the template (values pass through the scenario reader, so
+ * every unit and range check is the scenario's). */
+static int quick_sets(cap_args_t *a)
+{
+    if (!a->box || !a->model || !a->method || !a->context)
+        return cmd_usage_error(&cmd_capacity, "the quick form needs --box, --model, --method and --context");
+    int64_t ctx;
+    if (quick_context(a->context, &ctx))
+        return cmd_usage_error(&cmd_capacity, "--context %s: expected a token count from 4096 to 4Gi (e.g. 1M, 1Mi)", a->context);
+    size_t cap = 1024 + strlen(a->box) + strlen(a->model) + strlen(a->method) + (a->slo ? 2 * strlen(a->slo) : 0) +
+                 (a->budget ? strlen(a->budget) : 0) + (a->k ? strlen(a->k) : 0);
+    size_t used = 0;
+    if (!(a->quick_sets = malloc(cap))) return cmd_fail("capacity", "out of memory");
+    char num[32];
+    quick_add(a, &used, "hardware.box", a->box);
+    quick_add(a, &used, "model.name", a->model);
+    quick_add(a, &used, "method.method", a->method);
+    if (a->budget) quick_add(a, &used, "method.budget", a->budget);
+    if (a->k) quick_add(a, &used, "method.k", a->k);
+    snprintf(num, sizeof num, "%lld", (long long)ctx);
+    quick_add(a, &used, "workload.generator.max_context_tokens", num);
+    quick_add(a, &used, "workload.generator.shared_prefix_tokens", num);
+    snprintf(num, sizeof num, "%lld", (long long)(ctx / 4 * 3));
+    quick_add(a, &used, "workload.generator.initial_context_median", num);
+    static const char *const slo_keys[][2] = {
+        {"step_p99", "slo.step_p99_s"}, {"ttft", "slo.ttft_s"}, {"tokens_per_s", "slo.tokens_per_s"}, {"attainment", "slo.attainment"}};
+    unsigned seen = 0;
+    for (const char *p = a->slo; p && *p;) {
+        const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p), *eq = memchr(p, '=', (size_t)(end - p));
+        size_t kl = eq ? (size_t)(eq - p) : 0;
+        int hit = -1;
+        for (int j = 0; eq && j < 4; j++)
+            if (strlen(slo_keys[j][0]) == kl && !strncmp(p, slo_keys[j][0], kl)) hit = j;
+        if (hit < 0 || eq + 1 == end)
+            return cmd_usage_error(&cmd_capacity, "--slo: '%.*s' is not step_p99=, ttft=, tokens_per_s= or attainment= with a value",
+                                   (int)(end - p), p);
+        if (seen & (1u << hit)) return cmd_usage_error(&cmd_capacity, "--slo: %s given twice", slo_keys[hit][0]);
+        seen |= 1u << hit;
+        char key[32], val[128];
+        snprintf(key, sizeof key, "%s", slo_keys[hit][1]);
+        snprintf(val, sizeof val, "%.*s", (int)(end - eq - 1), eq + 1);
+        quick_add(a, &used, key, val);
+        p = comma ? comma + 1 : end;
+    }
+    a->scenario = QUICK_TEMPLATE;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, cap_args_t *a)
 {
     memset(a, 0, sizeof *a);
     a->max = 4096;
-    if (!(a->sets = calloc((size_t)argc, sizeof *a->sets))) return cmd_fail("capacity", "out of memory");
+    if (!(a->sets = calloc((size_t)argc + 16, sizeof *a->sets))) return cmd_fail("capacity", "out of memory");
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         char *end = NULL;
         if (!strcmp(o, "--json")) a->json = true;
         else if (!strcmp(o, "--set") && i + 1 < argc) a->sets[a->n_sets++] = argv[++i];
         else if (!strcmp(o, "--out") && i + 1 < argc) a->out = argv[++i];
+        else if (!strcmp(o, "--box") && i + 1 < argc) a->box = argv[++i];
+        else if (!strcmp(o, "--model") && i + 1 < argc) a->model = argv[++i];
+        else if (!strcmp(o, "--method") && i + 1 < argc) a->method = argv[++i];
+        else if (!strcmp(o, "--context") && i + 1 < argc) a->context = argv[++i];
+        else if (!strcmp(o, "--slo") && i + 1 < argc) a->slo = argv[++i];
+        else if (!strcmp(o, "--budget") && i + 1 < argc) a->budget = argv[++i];
+        else if (!strcmp(o, "--k") && i + 1 < argc) a->k = argv[++i];
         else if (!strcmp(o, "--max") && i + 1 < argc) {
             a->max = strtol(argv[++i], &end, 10);
             if (*end || a->max < 1 || a->max > 1000000) return cmd_usage_error(&cmd_capacity, "--max: expected 1..1000000, got '%s'", argv[i]);
@@ -188,6 +281,11 @@ static int parse_args(int argc, char **argv, cap_args_t *a)
         else if (a->scenario) return cmd_usage_error(&cmd_capacity, "one scenario at a time");
         else a->scenario = o;
     }
+    a->quick = a->box || a->model || a->method || a->context || a->slo || a->budget || a->k;
+    if (a->quick && a->scenario)
+        return cmd_usage_error(&cmd_capacity, "--box, --model, --method, --context, --slo, --budget and --k are the quick "
+                                              "form, without a scenario (with one, use --set)");
+    if (a->quick) return quick_sets(a);
     return a->scenario ? 0 : cmd_usage_error(&cmd_capacity, "no scenario given");
 }
 
@@ -318,6 +416,10 @@ static int capacity_main(int argc, char **argv)
         free(txt);
     } else if (!rc && writes) {
         printf("odsim %s (%s): %s — closed population N, SLO met in >= 95%% of replications\n", ODSIM_VERSION, odsim_git_rev, a.scenario);
+        if (a.quick)
+            printf("quick form: %s, %s, %s; sessions join holding 3/4 of %s tokens (a reused prefix) and grow towards it;\n"
+                   "  SLO %s; everything else from %s (odsim params)\n", a.box, a.model, a.method, a.context,
+                   a.slo ? a.slo : "ttft=30s,tokens_per_s=5,attainment=0.9", QUICK_TEMPLATE);
         print_text(s, cps, n);
     }
     if (!rc && writes && a.out && write_out(a.out, s, cps, n, &e)) rc = cmd_fail("capacity", "%s", e.msg);
@@ -329,5 +431,6 @@ static int capacity_main(int argc, char **argv)
     free(cps);
     study_free(s);
     free(a.sets);
+    free(a.quick_sets);
     return rc;
 }

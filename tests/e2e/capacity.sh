@@ -20,3 +20,19 @@ $odsim advise tests/data/capacity.yaml --quality 'topk_recall>=0.9' --replicatio
 grep -q "^  fathom    no data" "$tmp/advise.txt" || { echo "advise: fathom should have no data"; cat "$tmp/advise.txt"; exit 1; }
 grep -q "^1. dense     {method: dense, placement: host" "$tmp/advise.txt" || { echo "advise: dense should be advised on the host"; cat "$tmp/advise.txt"; exit 1; }
 echo "advise: no-data methods reported, dense advised at its cheapest placement"
+# The quick form is the template with its keys set: the same answer, byte for byte, as the template
+# given those --set overrides; malformed quick-form arguments are refused before any simulation.
+q=(--set run.duration_s=4s --set run.replications=1 --max 16 --json)
+$odsim capacity --box h200-1 --model qwen3-8b --method fathom --context 128Ki --slo step_p99=40ms,ttft=20s "${q[@]}" > "$tmp/quick.json"
+$odsim capacity scenarios/capacity_quick.yaml --set hardware.box=h200-1 --set model.name=qwen3-8b --set method.method=fathom \
+  --set workload.generator.max_context_tokens=131072 --set workload.generator.shared_prefix_tokens=131072 \
+  --set workload.generator.initial_context_median=98304 --set slo.step_p99_s=40ms --set slo.ttft_s=20s "${q[@]}" > "$tmp/long.json"
+cmp -s "$tmp/quick.json" "$tmp/long.json" || { echo "capacity quick form differs from the template with the same keys"; diff "$tmp/quick.json" "$tmp/long.json" | head; exit 1; }
+grep -q '"max_sessions"' "$tmp/quick.json" || { echo "capacity quick form: no answer"; exit 1; }
+for bad in "--slo latency=1s" "--slo step_p99=1s,step_p99=2s" "--context 1e99" "--context 12" "--slo step_p99="; do
+  set +e; $odsim capacity --box h200-1 --model qwen3-8b --method fathom --context 1M $bad > "$tmp/o" 2> "$tmp/e"; rc=$?; set -e
+  [ "$rc" = 2 ] && [ ! -s "$tmp/o" ] && grep -q "capacity" "$tmp/e" || { echo "capacity $bad: rc $rc"; cat "$tmp/e"; exit 1; }
+done
+set +e; $odsim capacity scenarios/default.yaml --box h200-1 > /dev/null 2> "$tmp/e"; rc=$?; set -e
+[ "$rc" = 2 ] && grep -q "quick form" "$tmp/e" || { echo "capacity: quick-form flag beside a scenario accepted"; exit 1; }
+echo "capacity: the quick form answers as its template does; bad quick-form arguments refused"
