@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/qest.h"
 #include "cli/report.h"
+#include "common/cfg.h"
 #include "cli/study.h"
 #include "models/method_ops.h"
 #include "models/quality.h"
@@ -19,7 +21,7 @@ static int advise_main(int argc, char **argv);
 const cmd_t cmd_advise = {
     "advise", "methods ranked by cost at equal quality, each at its cheapest setting meeting the SLO",
     "usage: odsim advise SCENARIO.yaml --quality METRIC>=X|METRIC<=X [--set KEY=VALUE]... [--replications R]\n"
-    "                    [--context TOKENS] [--json]\n"
+    "                    [--context TOKENS] [--keys DIR | --published-only] [--json]\n"
     "  For each method, the quality figures of METRIC (models/catalog/quality.yaml: published, each with\n"
     "  its origin) that meet the target give candidate budgets and k; each candidate is simulated with\n"
     "  the index on the host and in HBM, K/V interleaved and apart, cheapest first (fewest index bits,\n"
@@ -29,6 +31,10 @@ const cmd_t cmd_advise = {
     "  listed as not comparable with the reason. A figure given as a share of the context uses\n"
     "  --context (tokens). An answer whose study decodes at contexts far from the figure's says it\n"
     "  extrapolates. --json: one JSON document {target, ranked, no_setting_meets_slo, not_comparable}.\n"
+    "  For the metrics odsim estimates (topk_recall, attention_error), odsim's own estimates join the\n"
+    "  published figures (source estimated-synthetic: `odsim quality` on synthetic keys of 16384 tokens\n"
+    "  at k 512, its assumed key statistics in `odsim params`; with --keys DIR, estimated-dump on a dump\n"
+    "  of real keys, as `odsim quality --keys`); --published-only leaves them out.\n"
     "  e.g. odsim advise scenarios/default.yaml --quality agent_step_agreement>=0.6\n",
     advise_main};
 
@@ -165,14 +171,96 @@ static int advise_method(const char *path, const char *const *sets, size_t n_set
     return ERR_OK;
 }
 
-/* Points of `method` meeting the target, fewest index bits then smallest k first; 0 with *why. */
-static size_t candidates(const quality_t *q, const char *method, const target_t *t, const quality_point_t **pts,
-                         size_t max, err_t *why)
+
+/* ---- odsim's own estimates as candidate figures ----------------------------------------------- */
+
+#define EST_TOKENS 16384   /* synthetic context: the estimator's cost grows with it (n·d per step) */
+#define EST_K 512          /* the default scenario's k: the advised settings run at it */
+
+typedef struct estimates {
+    qest_row_t rows[QEST_MAX_ROWS];
+    size_t n;
+    quality_point_t pts[QEST_MAX_ROWS];
+    size_t n_pts;
+    char origin[256], context[64];
+} estimates_t;
+
+/* The metrics the estimator measures, and the row statistic each reads. */
+static const qest_stat_t *est_stat(const qest_row_t *r, const char *metric)
 {
-    const quality_point_t *all[64];
+    return !strcmp(metric, "topk_recall") ? &r->recall : !strcmp(metric, "attention_error") ? &r->attn_error : NULL;
+}
+
+/* Estimates every registered method's selection over a grid of budgets (pages for landmark) on the
+ * synthetic keys or the dump in keys_dir, as quality points of `metric`. */
+static int estimate(const char *metric, const char *keys_dir, estimates_t *es, err_t *e)
+{
+    static const char *const specs[] = {"pertoken:34,51,68,102,136,204,272", "sparq:34,51,68,102,136,204,272", /* whole channels (4.25 bits) */
+                                        "fathom:34,46,56,68,92,136,192,272", "landmark:8,16,32,64"};
+    es->n = es->n_pts = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof specs / sizeof *specs; i++) rc = qest_add_rows(specs[i], es->rows, &es->n, e);
+    kvsynth_params_t p;
+    kvdump_t dump;
+    qest_source_t src = {0};
+    cfg_doc_t *doc = NULL;
+    if (!rc && keys_dir) {
+        rc = kvdump_open(keys_dir, &dump, e);
+        src = (qest_source_t){NULL, &dump, rc ? 0 : dump.n_entries};
+    } else if (!rc) {
+        char set[64];
+        snprintf(set, sizeof set, "{tokens: %d, layers: 2, kv_heads: 2, steps: 4}", EST_TOKENS);
+        rc = cfg_parse_string("advise estimate", set, strlen(set), &doc, e);
+        if (!rc) rc = kvsynth_bind(cfg_root(doc), &p, e);
+        cfg_free(doc);
+        src = (qest_source_t){&p, NULL, (size_t)(p.layers * p.kv_heads)};
+    }
+    qest_opts_t o = {.k = EST_K, .sparsity = 16, .seed = 1};
+    qest_summary_t sm;
+    if (!rc) rc = qest_run(&src, &o, es->rows, es->n, &sm, e);
+    if (keys_dir && src.dump) kvdump_close(&dump);
+    if (rc) return rc;
+    if (keys_dir)
+        snprintf(es->origin, sizeof es->origin, "odsim quality --keys %s --k %d (%zu steps)", keys_dir, EST_K, sm.steps);
+    else
+        snprintf(es->origin, sizeof es->origin,
+                 "odsim quality on synthetic keys (assumed key statistics, odsim params quality): %d tokens, k %d, %zu steps",
+                 EST_TOKENS, EST_K, sm.steps);
+    snprintf(es->context, sizeof es->context, "%zu tokens", sm.n_max);
+    for (size_t i = 0; i < es->n; i++) {
+        const qest_row_t *r = &es->rows[i];
+        const qest_stat_t *st = est_stat(r, metric);
+        if (r->kind < 0 || !r->n || !st) continue;
+        double mean, se;
+        qest_mean_se(r, st, &mean, &se);
+        es->pts[es->n_pts++] = (quality_point_t){
+            .method = r->method, .metric = metric, .model = keys_dir ? "dump" : "synthetic", .context = es->context,
+            .origin = es->origin, .source = keys_dir ? "estimated-dump" : "estimated-synthetic", .value = mean,
+            .budget_bits = r->page ? NAN : r->budget_bits, .k = EST_K, .k_fraction = NAN,
+            .page = r->page ? r->page : NAN, .context_tokens = (double)sm.n_max, .approx = true};
+    }
+    return 0;
+}
+
+/* Points of `method` meeting the target, fewest index bits then smallest k first; 0 with *why. */
+static size_t candidates(const quality_t *q, const estimates_t *es, const char *method, const target_t *t,
+                         const quality_point_t **pts, size_t max, err_t *why)
+{
+    const quality_point_t *all[64 + QEST_MAX_ROWS];
     size_t n = 0, m = 0;
-    if (quality_lookup(q, method, t->metric, NAN, NAN, all, 64, &n, why)) return 0;
-    for (size_t i = 0; i < n && i < 64 && m < max; i++)
+    err_t none = {0};
+    if (quality_lookup(q, method, t->metric, NAN, NAN, all, 64, &n, &none)) n = 0;
+    double best = NAN;
+    for (size_t i = 0; es && i < es->n_pts; i++)
+        if (!strcmp(es->pts[i].method, method)) {
+            all[n++] = &es->pts[i];
+            if (isnan(best) || (t->at_least ? es->pts[i].value > best : es->pts[i].value < best)) best = es->pts[i].value;
+        }
+    if (!n) {
+        *why = none;
+        return 0;
+    }
+    for (size_t i = 0; i < n && m < max; i++)
         if (meets(t, all[i]->value)) pts[m++] = all[i];
     for (size_t i = 1; i < m; i++) /* insertion sort by (budget, k) */
         for (size_t j = i; j > 0; j--) {
@@ -182,8 +270,12 @@ static size_t candidates(const quality_t *q, const char *method, const target_t 
             pts[j] = pts[j - 1];
             pts[j - 1] = x;
         }
-    if (!m) err_set(why, ERR_NOTFOUND, "no %s figure of %s reaches %s %g (%zu below it)", t->metric, method,
-                    t->at_least ? ">=" : "<=", t->value, n);
+    if (!m && isnan(best))
+        err_set(why, ERR_NOTFOUND, "no %s figure of %s reaches %s %g (%zu below it)", t->metric, method,
+                t->at_least ? ">=" : "<=", t->value, n);
+    else if (!m)
+        err_set(why, ERR_NOTFOUND, "no %s figure of %s reaches %s %g (%zu below it; odsim's estimate is at best %.3g, on %s)",
+                t->metric, method, t->at_least ? ">=" : "<=", t->value, n, best, es->context);
     return m;
 }
 
@@ -253,7 +345,8 @@ static int print_json(const target_t *t, advice_t *adv, int n)
 
 static void print_text(const char *path, const target_t *t, advice_t *adv, int n)
 {
-    printf("odsim advise: %s, quality %s %s %g (models/catalog/quality.yaml: published figures with their origin)\n",
+    printf("odsim advise: %s, quality %s %s %g (published figures, models/catalog/quality.yaml, and odsim's estimates\n"
+           "  where it makes them; each answer names its figure's source and origin)\n",
            path, t->metric, t->at_least ? ">=" : "<=", t->value);
     advice_t *order[64];
     int m = 0;
@@ -289,7 +382,8 @@ static int advise_main(int argc, char **argv)
     target_t t = {.metric = ""};
     long reps = 0;
     double context = 0;
-    bool json = false;
+    bool json = false, published_only = false;
+    const char *keys = NULL;
     if (!sets) return cmd_fail("advise", "out of memory");
     int rc = 0;
     for (int i = 1; i < argc && !rc; i++) {
@@ -306,6 +400,10 @@ static int advise_main(int argc, char **argv)
             if (*end || !(context > 0) || context > 1e12) rc = cmd_usage_error(&cmd_advise, "--context: expected tokens > 0");
         } else if (!strcmp(argv[i], "--json")) {
             json = true;
+        } else if (!strcmp(argv[i], "--published-only")) {
+            published_only = true;
+        } else if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
+            keys = argv[++i];
         } else if (argv[i][0] == '-') {
             rc = cmd_usage_error(&cmd_advise, "unknown option or missing value: '%s'", argv[i]);
         } else if (path) {
@@ -331,6 +429,11 @@ static int advise_main(int argc, char **argv)
     if (!rc && higher != t.at_least)
         rc = cmd_usage_error(&cmd_advise, "--quality: %s is better %s: ask %s%s%g", t.metric, higher ? "higher" : "lower",
                              t.metric, higher ? ">=" : "<=", t.value);
+    if (!rc && keys && published_only) rc = cmd_usage_error(&cmd_advise, "--keys gives estimates; --published-only leaves them out");
+    static estimates_t es;
+    bool estimated = !rc && !published_only && (!strcmp(t.metric, "topk_recall") || !strcmp(t.metric, "attention_error"));
+    if (estimated && estimate(t.metric, keys, &es, &e)) rc = cmd_fail("advise", "%s", e.msg);
+    if (!rc && keys && !estimated) rc = cmd_usage_error(&cmd_advise, "--keys: odsim estimates topk_recall and attention_error only");
     advice_t adv[64] = {{0}};
     int n = 0;
     for (int mi = 0; !rc && mi < method_count() && n < 64; mi++) {
@@ -339,7 +442,7 @@ static int advise_main(int argc, char **argv)
         err_t why = {0};
         advice_t *a = &adv[n++];
         a->method = ops->name;
-        size_t np = candidates(q, ops->name, &t, pts, 16, &why);
+        size_t np = candidates(q, estimated ? &es : NULL, ops->name, &t, pts, 16, &why);
         if (!np) {
             a->status = ADV_NOT_COMPARABLE;
             snprintf(a->reason, sizeof a->reason, "%s", why.msg);
@@ -353,6 +456,7 @@ static int advise_main(int argc, char **argv)
         else print_text(path, &t, adv, n);
     }
     for (int i = 0; i < n; i++) study_result_free(adv[i].r);
+    if (estimated) qest_rows_free(es.rows, es.n);
     quality_free(q);
     free(sets);
     return rc;
