@@ -61,7 +61,9 @@ PROTO_H    := $(PROTO_C:.c=.h)
 srcs_of = $(wildcard $(1)/*.c $(1)/*/*.c) $(if $(filter traces,$(1)),$(PROTO_C)) $(if $(filter common,$(1)),build/gen/version.c)
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CMD_NAMES := $(patsubst cli/cmd_%.c,%,$(wildcard cli/cmd_*.c))
-KREF_SRCS := $(wildcard kernels/ref/*.c)
+# The kernels' C references and the replay format's reader and writer (kernels/replay_fmt.c, shared
+# with kbench): libkref, linked into odsim, its tests and the fuzz targets.
+KREF_SRCS := $(wildcard kernels/ref/*.c) kernels/replay_fmt.c
 TEST_DIRS := $(filter-out fuzz,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/*/*.c))))))
 
 .PHONY: all deps run test kernels bench fuzz clean golden guard results floor runs install FORCE
@@ -133,12 +135,13 @@ build/$(1)/odsim: build/$(1)/obj/cli/main.o $$(patsubst %.c,build/$(1)/obj/%.o,$
 	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) \
 	    build/$(1)/libkref.a $$(LDLIBS) $$(MODE_$(1)_MPI)
 
-# One Criterion binary per tests/<dir>; tests/cli links the CLI objects too.
+# One Criterion binary per tests/<dir>; tests/cli links the CLI objects too. libkref comes last: the
+# validation module's replay workload generator (validation/wlgen.h) calls the replay format's code.
 $(foreach t,$(TEST_DIRS),
 build/$(1)/tests/test_$(t): $$(patsubst %.c,build/$(1)/obj/%.o,$$(wildcard tests/$(t)/*.c)) \
       $$(if $$(filter cli,$(t)),$$(patsubst %.c,build/$(1)/obj/%.o,$(CLI_SRCS)) build/$(1)/obj/build/gen/cmdtab.o) \
-      $$(if $$(filter cli,$(t)),build/$(1)/libkref.a) \
-      $$(if $$(filter kernels,$(t)),build/$(1)/libkref.a,$$(foreach m,$$(or $$(TESTLIBS_$(t)),$$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a))
+      $$(if $$(filter kernels,$(t)),,$$(foreach m,$$(or $$(TESTLIBS_$(t)),$$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a)) \
+      $$(if $$(filter cli kernels validation,$(t)),build/$(1)/libkref.a)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD [$(1)] $$@"
 	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(filter %.a,$$^) $$(LDLIBS) $$(MODE_$(1)_MPI) -lcriterion

@@ -80,5 +80,18 @@ expect 1 "key 'method.keys': removed: use key_variances" -- $odsim run "$tmp/key
 # outputs refused before any work: fit's profile and validate's --out
 expect 1 "/dev/null: is a character device, not replaced" -- $odsim fit validation/data/h200 -o /dev/null
 expect 1 "/dev/null: is not a directory" -- $odsim validate validation/data/h200 --out /dev/null
+# odsim workload: gen's output and range, check's file:line (tests/e2e/workloads.sh has the sets)
+echo keep > "$tmp/file"
+expect 1 "exists and is not a directory" -- $odsim workload gen --set random_dev -o "$tmp/file"
+[ "$(cat "$tmp/file")" = keep ] || { echo "FAIL: gen touched a file given as -o"; fail=1; }
+expect 2 "unknown set 'random_sealed'" -- $odsim workload gen --set random_sealed -o "$tmp/x"
+expect 2 "has 120 workloads" -- $odsim workload gen --set random_dev --first 100 --count 21 -o "$tmp/x"
+expect 2 "--set and -o DIR are required" -- $odsim workload gen --set random_dev
+[ -e "$tmp/x" ] && { echo "FAIL: a refused gen created its directory"; fail=1; }
+sed 's/^op 3 /op 4 /' validation/workloads/random_dev/rdev-0000.replay > "$tmp/bad.replay"
+expect 1 "$tmp/bad.replay:15: op id 4: expected 3" -- $odsim workload check validation/workloads/random_dev/rdev-0001.replay "$tmp/bad.replay"
+head -n 12 validation/workloads/random_dev/rdev-0000.replay > "$tmp/cut.replay"
+expect 1 "$tmp/cut.replay: no 'end' line" -- $odsim workload check "$tmp/cut.replay"
+expect 1 "$tmp/none.replay: No such file" -- $odsim workload check "$tmp/none.replay"
 [ $fail -eq 0 ] || exit 1
 echo "bad input: every case failed cleanly with its message"
