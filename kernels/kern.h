@@ -134,4 +134,18 @@ int kb_attn_splits(size_t n, int heads);
 void kb_attn_prefill(const uint16_t *ctx, size_t ctx_hs, size_t n, const uint16_t *nw, size_t new_hs,
                      const uint16_t *q, int g, int heads, int c, uint16_t *out, cudaStream_t s);
 
+/* ---- replay_kern.cu: kbench replay's hbm and compute ops ------------------------ */
+
+/* Reads the first `bytes` of buf (HBM, 16-byte aligned) once and writes the sum of its 32-bit words
+ * (the bytes past the last 16-byte word added one by one) as one part per block to out[0..blocks):
+ * blocks of 256 threads, every SM. */
+void kb_hbm_reduce(const void *buf, uint64_t bytes, unsigned long long *out, int blocks, cudaStream_t s);
+/* What kb_hbm_reduce's parts add up to (mod 2^64) over `bytes` bytes all equal to fill. */
+unsigned long long kb_hbm_reduce_expect(uint64_t bytes, uint8_t fill);
+/* ceil(flops / 2) FP32 FMAs spread evenly over blocks of 256 threads (independent chains, no memory
+ * traffic but one float per block, written to out[0..blocks)). */
+void kb_fma(uint64_t flops, int blocks, float *out, cudaStream_t s);
+/* The float kb_fma(flops, blocks) writes to out[b], computed on the host in double. */
+double kb_fma_expect(uint64_t flops, int blocks, int b);
+
 #endif

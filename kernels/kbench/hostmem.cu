@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include "kb.h"
 #include "hostmem.h"
 #include "ref/kref.h"
@@ -41,6 +42,42 @@ static int register_mmap(kb_hostbuf_t *b, int hugetlb)
     return 0;
 }
 
+/* The driver API's cuMem calls, looked up through the runtime: kbench links no libcuda, so that it
+ * starts where no driver is installed (`kbench replay --check` on a machine without a GPU). */
+static struct {
+    PFN_cuMemGetAllocationGranularity_v10020 granularity;
+    PFN_cuMemCreate_v10020 create;
+    PFN_cuMemAddressReserve_v10020 reserve;
+    PFN_cuMemMap_v10020 map;
+    PFN_cuMemSetAccess_v10020 set_access;
+    PFN_cuMemUnmap_v10020 unmap;
+    PFN_cuMemAddressFree_v10020 address_free;
+    PFN_cuMemRelease_v10020 release;
+} drv;
+
+static int drv_load(void)
+{
+    struct {
+        const char *name;
+        void **fn;
+    } t[] = {{"cuMemGetAllocationGranularity", (void **)&drv.granularity}, {"cuMemCreate", (void **)&drv.create},
+             {"cuMemAddressReserve", (void **)&drv.reserve}, {"cuMemMap", (void **)&drv.map},
+             {"cuMemSetAccess", (void **)&drv.set_access}, {"cuMemUnmap", (void **)&drv.unmap},
+             {"cuMemAddressFree", (void **)&drv.address_free}, {"cuMemRelease", (void **)&drv.release}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        enum cudaDriverEntryPointQueryResult q;
+        if (*t[i].fn)
+            continue;
+        if (cudaGetDriverEntryPointByVersion(t[i].name, t[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+            fprintf(stderr, "kbench: cumem_host: the driver offers no %s\n", t[i].name);
+            *t[i].fn = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int cumem_host(kb_hostbuf_t *b)
 {
     CUmemAllocationProp prop;
@@ -50,10 +87,12 @@ static int cumem_host(kb_hostbuf_t *b)
     size_t gran = 0;
     CUdeviceptr va = 0;
     CUmemGenericAllocationHandle h;
-    if (cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS)
+    if (drv_load() != 0)
+        return -1;
+    if (drv.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS)
         gran = HUGE_2M;
     b->mapped = round_up(b->bytes, gran);
-    CUresult r = cuMemCreate(&h, b->mapped, &prop, 0);
+    CUresult r = drv.create(&h, b->mapped, &prop, 0);
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "kbench: cumem_host: cuMemCreate failed (%d)\n", (int)r);
         return -1;
@@ -65,13 +104,13 @@ static int cumem_host(kb_hostbuf_t *b)
     acc[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     acc[1].location.type = CU_MEM_LOCATION_TYPE_HOST;
     acc[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((r = cuMemAddressReserve(&va, b->mapped, gran, 0, 0)) != CUDA_SUCCESS ||
-        (r = cuMemMap(va, b->mapped, 0, h, 0)) != CUDA_SUCCESS ||
-        (r = cuMemSetAccess(va, b->mapped, acc, 2)) != CUDA_SUCCESS) {
+    if ((r = drv.reserve(&va, b->mapped, gran, 0, 0)) != CUDA_SUCCESS ||
+        (r = drv.map(va, b->mapped, 0, h, 0)) != CUDA_SUCCESS ||
+        (r = drv.set_access(va, b->mapped, acc, 2)) != CUDA_SUCCESS) {
         fprintf(stderr, "kbench: cumem_host: reserve/map/set access failed (%d)\n", (int)r);
         if (va)
-            cuMemAddressFree(va, b->mapped);
-        cuMemRelease(h);
+            drv.address_free(va, b->mapped);
+        drv.release(h);
         return -1;
     }
     b->ptr = (void *)va;
@@ -120,9 +159,9 @@ void kb_host_free(kb_hostbuf_t *b)
         munmap(b->ptr, b->mapped);
         break;
     case KB_CUMEM_HOST:
-        cuMemUnmap((CUdeviceptr)b->ptr, b->mapped);
-        cuMemAddressFree((CUdeviceptr)b->ptr, b->mapped);
-        cuMemRelease((CUmemGenericAllocationHandle)b->handle);
+        drv.unmap((CUdeviceptr)b->ptr, b->mapped);
+        drv.address_free((CUdeviceptr)b->ptr, b->mapped);
+        drv.release((CUmemGenericAllocationHandle)b->handle);
         break;
     default:
         break;

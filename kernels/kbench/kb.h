@@ -96,6 +96,7 @@ typedef struct {
     int concurrent_id, qheads;
     long long chunk_tokens;
     double ref_gbps;           /* the measured ceiling this row compares with */
+    const char *workload_fnv;  /* replay: the workload file's FNV-1a 64, hex */
 } kb_row_t;
 
 /* A row with every field unset. */
@@ -108,6 +109,10 @@ typedef struct kb_csv kb_csv_t;
  * allocator names the suite's default host allocator. Fatal on I/O error. */
 kb_csv_t *kb_csv_open(const char *path, const char *suite, const char *allocator,
                       const kb_opts_t *o);
+/* Open path (NULL: stdout) to append rows below the header lines another process wrote with
+ * kb_csv_open (a suite whose process must not start CUDA); model fills the model column (NULL:
+ * empty). The first row still writes key_sigma2 and the column row. Fatal on I/O error. */
+kb_csv_t *kb_csv_append(const char *path, const char *suite, const char *model);
 /* Add a "# key: value" line (only before the first row). */
 void kb_csv_meta(kb_csv_t *c, const char *key, const char *fmt, ...);
 /* Write one row; gbps is bytes_moved / t_med; prints a short line to stderr. The first row
@@ -150,5 +155,8 @@ int kb_suite_concurrency(const kb_opts_t *o);
 int kb_suite_host(const kb_opts_t *o);
 int kb_suite_whole(const kb_opts_t *o);
 int kb_suite_prefill(const kb_opts_t *o);
+/* `kbench replay`, given the arguments after the subcommand (suite_replay.cu): 0, 1 when a workload
+ * failed (its rows left out), 2 on bad usage, a bad workload file or no device. */
+int kb_replay(int argc, char **argv);
 
 #endif

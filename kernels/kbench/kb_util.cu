@@ -323,10 +323,21 @@ kb_csv_t *kb_csv_open(const char *path, const char *suite, const char *allocator
     write_platform_meta(c);
     kb_csv_meta(c, "kbench", "%s", KBENCH_VERSION);
     kb_csv_meta(c, "commit", "%s", KBENCH_COMMIT);
-    kb_csv_meta(c, "sources", "%s (sha256 of kernels/*.cu, *.h, ref/*, kbench/*, Makefile: the same kbench, whatever the commit line says)", KBENCH_SOURCES);
+    kb_csv_meta(c, "sources", "%s (sha256 of kernels/*.cu, *.c, *.h, ref/*, kbench/*, Makefile: the same kbench, whatever the commit line says)", KBENCH_SOURCES);
     kb_csv_meta(c, "date", "%s", date);
     kb_csv_meta(c, "allocator", "%s", allocator);
     kb_csv_meta(c, "model", "%s", o->model);
+    return c;
+}
+
+kb_csv_t *kb_csv_append(const char *path, const char *suite, const char *model)
+{
+    kb_csv_t *c = (kb_csv_t *)calloc(1, sizeof *c);
+    c->f = path ? fopen(path, "a") : stdout;
+    if (!c->f)
+        kb_die("cannot open the output CSV", __FILE__, __LINE__);
+    c->suite = suite;
+    c->model = model;
     return c;
 }
 
@@ -365,7 +376,7 @@ static const char *COLUMNS =
     "suite,op,variant,n_tokens,heads,bits,k,batch,piece_bytes,region_bytes,pieces,blocks,"
     "allocator,streams,procs,policy,placement,layout,bytes_moved,reps,t_med_us,t_p10_us,"
     "t_p90_us,t_p99_us,per_s,gbps,method,model,concurrent_id,qheads,chunk_tokens,t_mean_us,"
-    "ref_gbps\n";
+    "ref_gbps,workload_fnv\n";
 
 /* The header's last line, `# key_sigma2: v0 .. v127`: the variance of each synthetic key channel
  * (kref_key_sigma squared, as a float, %.9g each), written as data so a reader of the CSV need not
@@ -420,8 +431,9 @@ void kb_csv_row(kb_csv_t *c, const kb_row_t *r)
     put_ll(f, r->qheads);
     put_ll(f, r->chunk_tokens);
     put_d(f, r->st.mean, "%.3f");
-    if (r->ref_gbps > 0)
-        fprintf(f, "%.1f", r->ref_gbps);
+    put_d(f, r->ref_gbps > 0 ? r->ref_gbps : -1, "%.1f");
+    if (r->workload_fnv)
+        fputs(r->workload_fnv, f);
     fputc('\n', f);
     fflush(f);                  /* a suite stopped by its time limit keeps its rows */
     fprintf(stderr, "%-7s %-12s %-16s n=%-8lld piece=%-7lld t=%10.2f us %8.2f GB/s", c->suite,

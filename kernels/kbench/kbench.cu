@@ -1,10 +1,12 @@
 /* kbench.cu: the calibration harness's command line.
  *
  *   kbench SUITE [--quick] [-o FILE.csv] [--model NAME] [--max-region GIB] [--only SECTION]
+ *   kbench replay [-o FILE.csv] [--check] WORKLOAD...
  *
  * SUITE is link, kernels, step, concurrency, host, whole or prefill (run each in its own
  * invocation; concurrency forks its sessions before CUDA starts). --only runs
- * one section of link or kernels alone. Exit status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
+ * one section of link or kernels alone. replay runs workload files (docs/replay.md; suite_replay.cu).
+ * Exit status: 0, 1 when a reference check failed, 2 on a fatal error or bad usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,8 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: kbench link|kernels|step|concurrency|host|whole|prefill [--quick] [-o FILE.csv] "
-                    "[--model NAME] [--max-region GIB] [--only SECTION (link: a section; kernels: attn, after_layer)]\n");
+                    "[--model NAME] [--max-region GIB] [--only SECTION (link: a section; kernels: attn, after_layer)]\n"
+                    "       kbench replay [-o FILE.csv] [--check] WORKLOAD...\n");
     return 2;
 }
 
@@ -22,6 +25,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2)
         return usage();
+    if (!strcmp(argv[1], "replay"))
+        return kb_replay(argc - 2, argv + 2);
     kb_opts_t o;
     memset(&o, 0, sizeof o);
     o.model = "qwen3-8b";

@@ -5,13 +5,7 @@ set -uo pipefail
 cd "${ODSIM_ROOT:-.}"
 odsim=./build/rel/odsim
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-expect() { # expect EXIT_CODE PATTERN -- command...
-  local want_rc=$1 pat=$2; shift 3
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want_rc" ]; then echo "FAIL ($rc, wanted $want_rc): $*"; echo "$out"; fail=1; return; fi
-  if ! grep -qF -- "$pat" <<<"$out"; then echo "FAIL (message lacks '$pat'): $*"; echo "$out"; fail=1; fi
-}
+. tests/e2e/lib/expect.sh
 cat > "$tmp/typo.yaml" <<'Y'
 hardware: {box: h200-1}
 method: {method: fathom}
