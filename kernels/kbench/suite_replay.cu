@@ -197,6 +197,7 @@ static int run_one(kb_csv_t *csv, const char *path, rf_workload_t *w, rp_shared_
         return 1;
     }
     emit(csv, w, fnv, sh);
+    fflush(NULL);   /* a run stopped by a time limit keeps every workload it finished */
     return 0;
 }
 
