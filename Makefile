@@ -28,7 +28,9 @@ LDLIBS := -lyaml -lgsl -lgslcblas -lprotobuf-c -ljansson -lm
 
 # MPI=1 (the default where mpicc is found) builds rel and dbg odsim able to spread a sweep over the
 # ranks of `mpirun` (cli/par.h); MPI=0 builds without it. The sanitizer build never links MPI (its
-# library's own allocations are not ours to check). Switching MPI in a built tree needs `make clean`.
+# library's own allocations are not ours to check). Switching MPI rebuilds what it changes (the
+# build/<mode>/.mpi<0|1> stamp); on a fresh machine `make deps` installs mpicc first and make restarts
+# (below), so the first build already has it.
 MPI ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
 ifeq ($(MPI),1)
 MPI_CFLAGS := -DODSIM_MPI $(shell mpicc --showme:compile)
@@ -74,6 +76,11 @@ all: deps build/rel/odsim
 # ---- dependencies -------------------------------------------------------------------------
 DEPS_STAMP := build/.deps-ok
 deps: $(DEPS_STAMP)
+# Included, the stamp is remade (the packages installed) before anything else, and make then restarts
+# with what was installed in view (mpicc decides MPI above).
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include $(DEPS_STAMP)
+endif
 $(DEPS_STAMP): Makefile
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -108,6 +115,11 @@ build/gen/cmdtab.c: FORCE
 
 # ---- per-mode rules -----------------------------------------------------------------------
 define MODE_RULES
+# cli/par.c is the one source MPI changes: switching MPI rebuilds it (and so relinks)
+build/$(1)/.mpi$(MPI):
+	@mkdir -p $$(dir $$@) && rm -f build/$(1)/.mpi[01] && touch $$@
+build/$(1)/obj/cli/par.o: build/$(1)/.mpi$(MPI)
+
 build/$(1)/obj/%.o: %.c | $(DEPS_STAMP) $(PROTO_H)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC [$(1)] $$<"
