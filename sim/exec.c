@@ -112,6 +112,8 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
         if (!(j[i] >= 0) || !isfinite(j[i])) return err_set(e, ERR_INVAL, "exec: jitter must be finite and >= 0");
     if (cfg->hw_queues > EXEC_MAX_HW_QUEUES)
         return err_set(e, ERR_INVAL, "exec: %u hardware queues (CUDA allows at most %d)", cfg->hw_queues, EXEC_MAX_HW_QUEUES);
+    if (cfg->launch_per_session && pol->batching)
+        return err_set(e, ERR_INVAL, "exec: mode %s issues every session from one thread (no launch thread per session)", exec_mode_name(cfg->mode));
     if (cfg->coarse && pol->batching)
         return err_set(e, ERR_INVAL, "exec: coarse plans drop merge keys, so they cannot be batched (mode %s)", exec_mode_name(cfg->mode));
     exec_t *x = calloc(1, sizeof *x);
@@ -152,6 +154,7 @@ static void sess_free(sess_t *s)
     if (s->prov.ops && s->prov.ops->destroy) s->prov.ops->destroy(s->prov.self, &s->env);
     plan_free(&s->plan);
     plan_free(&s->fine);
+    free(s->thread);
     free(s->turns);
     free(s->queue_of);
     free(s);
@@ -202,6 +205,8 @@ static int spec_check(const exec_t *x, const exec_session_spec_t *spec, err_t *e
             return err_set(e, ERR_INVAL, "session %llu turn %zu: no decode tokens", (unsigned long long)spec->id, i);
         if (!(t->think_s >= 0) || !isfinite(t->think_s))
             return err_set(e, ERR_INVAL, "session %llu turn %zu: think time %g s", (unsigned long long)spec->id, i, t->think_s);
+        if (!(t->step_idle_s >= 0) || !isfinite(t->step_idle_s))
+            return err_set(e, ERR_INVAL, "session %llu turn %zu: idle time %g s between steps", (unsigned long long)spec->id, i, t->step_idle_s);
     }
     return ERR_OK;
 }
@@ -215,6 +220,10 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     ctx_t *c = rc ? NULL : x->pol->own_ctx ? calloc(1, sizeof *c) : &x->gpu_ctx[spec->gpu];
     if (c) c->x = x;
     if (!rc && !c) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    bool own_thread = x->cfg.launch_per_session && !x->pol->own_ctx;
+    ctx_t *th = !rc && own_thread ? calloc(1, sizeof *th) : NULL;
+    if (th) th->x = x;
+    if (!rc && own_thread && !th) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     if (!rc && exec_push_ptr((void ***)&x->sessions, &x->n_sessions, &x->cap_sessions, s)) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     if (rc) {
         if (spec->provider.ops && spec->provider.ops->destroy) {
@@ -223,6 +232,7 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
         }
         if (s) free(s->turns);
         if (c && !shared_ctx(x, c)) free(c);
+        free(th);
         free(s);
         return rc;
     }
@@ -231,6 +241,7 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     s->id = spec->id;
     s->gpu = &x->gpus[spec->gpu];
     s->ctx = c;
+    s->thread = th;
     s->prov = spec->provider;
     s->env = (plan_env_t){x, s};
     s->n_turns = spec->n_turns;
@@ -278,12 +289,15 @@ const exec_stats_t *exec_stats(const exec_t *x)
         st->open_slo_ok += open == 1;
         st->open_slo_missed += open == 0;
     }
-    bool own = x->pol->own_ctx;
+    bool own = x->pol->own_ctx, own_thread = own || (x->cfg.launch_per_session && !x->pol->batching);
     st->launch_busy_ps = 0;
     for (int g = 0; !own && g < x->cfg.n_gpus; g++) st->launch_busy_ps += (double)x->gpu_ctx[g].busy_ps;
-    st->launch_threads = own ? (uint32_t)x->n_sessions : (uint32_t)x->cfg.n_gpus;
-    for (size_t i = 0; i < x->n_sessions; i++)
-        if (own) st->launch_busy_ps += (double)x->sessions[i]->ctx->busy_ps;
+    st->launch_threads = own_thread ? (uint32_t)x->n_sessions : (uint32_t)x->cfg.n_gpus;
+    for (size_t i = 0; i < x->n_sessions; i++) {
+        const sess_t *s = x->sessions[i];
+        if (own) st->launch_busy_ps += (double)s->ctx->busy_ps;
+        if (s->thread) st->launch_busy_ps += (double)s->thread->busy_ps;
+    }
     return st;
 }
 

@@ -16,7 +16,8 @@
  *     one, as the GPU's preemption keeps each slice to its length), the longest-waiting context
  *     gets the GPU after ctx_switch_ps;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
- *     share one launch thread per GPU (a serving process per GPU), MPS clients have one each;
+ *     share one launch thread per GPU (a serving process per GPU) unless each session has its own
+ *     (launch_per_session: a thread per session in one process), MPS clients have one each;
  *   - with gathers_exclusive, a GPU op whose SMs read host memory (an SM gather) and the other
  *     kernels take the GPU in turns, whatever their streams or contexts: the ops of one kind start
  *     only when none of the other kind runs, in the order they became ready (kernels among
@@ -26,7 +27,8 @@
  *     waits behind another stream's op that waits for its own predecessors (false serialisation);
  *   - lockstep and continuous batching (EXEC_LOCKSTEP, EXEC_CONTINUOUS) run one iteration at a time
  *     per GPU: the plans of the batched sessions are merged (equal merge keys execute once, their cost
- *     evaluated for the batch size). Lockstep waits for every live session on the GPU; continuous
+ *     evaluated for the batch size) and issued round robin (op i of every session, then op i+1)
+ *     from the GPU's one launch thread. Lockstep waits for every live session on the GPU; continuous
  *     takes the sessions ready when the iteration starts.
  * Memory: each session's footprint (plan_provider_ops_t.footprint) is taken from the GPU's HBM pool
  * and the host pool — in full at admission (EXEC_ADMIT_RESERVE), or as the context grows with the
@@ -71,6 +73,13 @@ typedef struct exec_config {
                                   * robin as first used, so beyond this many streams share a queue,
                                   * which starts its ops in issue order. Not with batching. */
     bool one_stream;             /* each session's ops all on one stream (no overlap within a session) */
+    bool launch_per_session;     /* streams: each session launches its plans from a host thread of its
+                                  * own (threads of one process: the context's hardware queues stay
+                                  * shared); else one launch thread per GPU serves every session. Not
+                                  * with batching (separate processes and MPS clients have their own) */
+    bool batch_streams_apart;    /* batching: each batched session's plan streams stay its own in the
+                                  * merged iteration (a loop issuing every session's ops, a stream set
+                                  * per session); else a plan stream number is one stream of the batch */
     bool gathers_exclusive;      /* GPU ops whose SMs read host memory (SM gathers, zero-copy kernels)
                                   * and the other kernels never run at once on a GPU: an op of one kind
                                   * waits until none of the other runs, in the order they became ready */
@@ -114,6 +123,8 @@ typedef struct exec_turn {
     double arrival_s;        /* open loop: absolute arrival time; < 0 when the source has none */
     uint32_t prefill_tokens; /* tokens appended (user message, tool output) */
     uint32_t decode_tokens;  /* tokens generated, ≥ 1 */
+    double step_idle_s;      /* host idle time after each of the turn's plans but its last, before the
+                              * next (a serving loop that pauses between steps); ≥ 0 */
 } exec_turn_t;
 
 typedef struct exec_session_spec {

@@ -26,13 +26,16 @@ typedef struct xop {
     struct xop *q_next;      /* the op launched after it on its hardware queue, waiting for it */
     int8_t queue;            /* its hardware queue, -1 if none */
     uint32_t pos;            /* issue position in the run */
+    uint32_t member;         /* index in the run's members of the (first) session whose op it is */
     sim_ps_t t_launch, t_deps, t_ready, t_start, t_end; /* t_deps: predecessors done */
     uint64_t session;
 } xop_t;
 
 struct run {
     exec_t *x;
-    ctx_t *ctx;
+    ctx_t *ctx;              /* the CUDA context it runs in (hardware queues, time slices) */
+    ctx_t *thread;           /* the context whose launch thread issues it: ctx, or the session's own
+                              * thread (exec_config_t.launch_per_session) */
     gpu_t *gpu;
     xop_t *ops;              /* in issue order */
     uint32_t n_ops, n_done;
@@ -104,6 +107,7 @@ struct sess {
     uint64_t id;
     gpu_t *gpu;
     ctx_t *ctx;
+    ctx_t *thread;           /* its own launch thread (launch_per_session), NULL: ctx's */
     plan_provider_t prov;
     plan_env_t env;
     exec_turn_t *turns;
@@ -190,6 +194,9 @@ void exec_run_complete(run_t *r);
 void exec_run_free(run_t *r);
 /* sim/exec_launch.c: queues r's next op on its context's launch thread when it can be launched. */
 void exec_run_kick_launch(run_t *r);
+/* Takes r off its launch thread's FIFO (a run completing there: a predecessor done while r's next op
+ * was being launched queues r again, and its ops may all end before the thread comes back to it). */
+void exec_run_unqueue(run_t *r);
 /* sim/exec_op.c: starting and finishing ops. */
 void exec_op_try_start(xop_t *o);
 void exec_op_start(xop_t *o);

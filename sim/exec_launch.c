@@ -120,10 +120,25 @@ static void ctx_kick(exec_t *x, ctx_t *c)
     }
 }
 
+void exec_run_unqueue(run_t *r)
+{
+    if (!r->in_launch_queue || !r->thread) return;
+    ctx_t *c = r->thread;
+    run_t *prev = NULL;
+    for (run_t *q = c->q_head; q; prev = q, q = q->launch_next) {
+        if (q != r) continue;
+        if (prev) prev->launch_next = q->launch_next;
+        else c->q_head = q->launch_next;
+        if (c->q_tail == q) c->q_tail = prev;
+        break;
+    }
+    r->in_launch_queue = false;
+}
+
 void exec_run_kick_launch(run_t *r)
 {
     if (!r->in_launch_queue && launchable(r)) {
-        ctx_enqueue(r->ctx, r);
-        ctx_kick(r->x, r->ctx);
+        ctx_enqueue(r->thread, r);
+        ctx_kick(r->x, r->thread);
     }
 }

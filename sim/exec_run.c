@@ -97,6 +97,7 @@ static int build_merged(builder_t *b, sess_t **mem, uint32_t n_mem)
                 }
             }
             if (rc) break;
+            if (found < 0) b->ops[id].member = m;
             map[m][i] = id;
             for (uint32_t k = 0; !rc && k < op->n_deps; k++) rc = b_edge(b, map[m][p->deps[op->dep_first + k]], id);
         }
@@ -177,7 +178,7 @@ static int edge_keys(const builder_t *b, uint64_t **keys)
 
 /* Lays the builder's ops out in issue order in r, adds stream-order edges where no explicit edge
  * already joins the two ops (one wait, so a kernel after a copy draws one hand-off), builds successor
- * lists. */
+ * lists. A stream is a plan's stream number, the member's own with batch_streams_apart. */
 static int run_layout(run_t *r, builder_t *b)
 {
     uint32_t n = b->n;
@@ -191,18 +192,22 @@ static int run_layout(run_t *r, builder_t *b)
         rc = r->ops ? edge_keys(b, &keys) : ERR_NOMEM;
     }
     size_t n_explicit = b->n_edges;
-    uint32_t last_on_stream[256];
-    memset(last_on_stream, 0xff, sizeof last_on_stream);
+    bool apart = r->x->cfg.batch_streams_apart;
+    size_t n_streams = 256 * (apart ? r->n_members : 1);
+    uint32_t *last_on_stream = rc ? NULL : malloc(n_streams * sizeof *last_on_stream);
+    if (!rc && !last_on_stream) rc = ERR_NOMEM;
+    if (!rc) memset(last_on_stream, 0xff, n_streams * sizeof *last_on_stream);
     for (uint32_t i = 0; !rc && i < n; i++) {
         r->ops[i] = b->ops[perm[i]];
         r->ops[i].pos = i;
         r->ops[i].run = r;
-        uint8_t st = r->x->cfg.one_stream ? 0 : r->ops[i].op.stream;
+        size_t st = (r->x->cfg.one_stream ? 0 : r->ops[i].op.stream) + (apart ? 256 * (size_t)r->ops[i].member : 0);
         uint64_t k = edge_key(last_on_stream[st], i);
         if (last_on_stream[st] != UINT32_MAX && !bsearch(&k, keys, n_explicit, sizeof k, key_cmp))
             rc = b_edge(b, last_on_stream[st], i);
         last_on_stream[st] = i;
     }
+    free(last_on_stream);
     free(keys);
     uint32_t *cnt = rc ? NULL : calloc(n + 1, sizeof *cnt);
     if (!rc && !cnt) rc = ERR_NOMEM;
@@ -253,6 +258,7 @@ static sim_ps_t run_standalone_ps(const run_t *r)
 void exec_run_free(run_t *r)
 {
     if (!r) return;
+    exec_run_unqueue(r);
     if (r->prev) r->prev->next = r->next;
     else if (r->x && r->x->runs == r) r->x->runs = r->next;
     if (r->next) r->next->prev = r->prev;
@@ -287,6 +293,7 @@ int exec_run_start(exec_t *x, gpu_t *g, ctx_t *c, sess_t **members, uint32_t n, 
         r->x = x;
         r->gpu = g;
         r->ctx = c;
+        r->thread = n == 1 && members[0]->thread ? members[0]->thread : c;
         r->t_begin = r->t_window = sim_now(x->sim);
         r->seq = x->plans_started++;
         r->next = x->runs;

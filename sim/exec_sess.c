@@ -7,6 +7,12 @@
 
 /* ---- sessions ------------------------------------------------------------------------------- */
 
+static void step_ready_ev(sim_t *sim, void *arg)
+{
+    (void)sim;
+    exec_sess_next(arg);
+}
+
 static void turn_ready_ev(sim_t *sim, void *arg)
 {
     (void)sim;
@@ -153,6 +159,13 @@ void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
         }
     }
     if (x->cfg.on_plan) x->cfg.on_plan(x->cfg.on_plan_arg, s->id, s->req.phase, s->req.context_tokens, dt_s);
+    double idle_s = s->turns[s->turn].step_idle_s;
+    if ((s->prefill_left || s->decode_left) && idle_s > 0) {   /* the host pauses before the next step */
+        s->state = S_THINKING;
+        sim_ps_t at = sim_ps_add(now, sim_ps_or_never(idle_s));
+        if (at != SIM_TIME_NEVER && sim_at(x->sim, at, step_ready_ev, s, &e)) exec_fail_err(x, &e);
+        return;
+    }
     if (s->prefill_left || s->decode_left) { exec_sess_next(s); return; }
     x->stats.turns_done++;
     if (turn_meets_slo(s, now)) x->stats.turns_slo_ok++;
