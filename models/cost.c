@@ -116,6 +116,8 @@ int cost_init(cost_t *c, calib_t *cal, err_t *e)
         if (rc) return rc;
         *(double *)((char *)c + d->field) = v * d->scale;
     }
+    const calib_param_t *fp32 = calib_find(cal, "fp32_TFLOPS");   /* optional: only FP32 kernels need it */
+    c->fp32_flops = fp32 ? fp32->value * 1e12 : 0;
     c->l2_dirty_bytes *= c->l2_bytes;     /* both declared as fractions: they scale with the GPU */
     c->l2_writeback_Bps *= c->hbm_Bps;
     return kinds_init(c, cal, e);
@@ -414,6 +416,31 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     calib_note(c->cal, "ce_weight", NAN);
     calib_note(c->cal, "copy_launch_us", NAN);
     calib_note(c->cal, h2d ? "h2d_GBps" : "d2h_GBps", NAN);
+}
+
+void cost_ce_chain(const cost_t *c, const cost_paths_t *p, bool h2d, double bytes, double copies, plan_op_t *op)
+{
+    copies = fmax(copies, 1);
+    cost_transfer(c, p, COST_CE, h2d, bytes, 1, 0, COST_GATHER_STEP, op);
+    op->pieces = (uint32_t)fmin(copies, 4294967295.0);
+    op->cost.latency_ps = cost_ps(c->ce_latency_s + (copies - 1) * c->ce_b2b_gap_s);
+    if (copies > 1) calib_note(c->cal, "ce_b2b_gap_us", copies);
+}
+
+int cost_compute_fp32(const cost_t *c, const cost_paths_t *p, double flops, plan_op_t *op, err_t *e)
+{
+    if (!(c->fp32_flops > 0)) return err_set(e, ERR_NOTFOUND, "an FP32 compute kernel needs the GPU's fp32_TFLOPS (gpus.yaml or the profile)");
+    op->exec = PLAN_EXEC_GPU;
+    op->n_uses = 0;
+    op->cost = (plan_cost_t){.work = fmax(flops, 0), .cap_rate = c->fp32_flops,
+                             .latency_ps = cost_ps(c->kind_latency_s[OPKIND_COMPUTE])};
+    sm_share(c, p, c->fp32_flops, op);
+    op->weight = 1.0;
+    op->launch_ps = cost_ps(c->launch_s);
+    calib_note(c->cal, c->kind_names[OPKIND_COMPUTE][0], NAN);
+    calib_note(c->cal, "fp32_TFLOPS", NAN);
+    calib_note(c->cal, "launch_us", NAN);
+    return ERR_OK;
 }
 
 /* A kernel with fixed time lat_s and HBM efficiency eff (the parameters named names). */

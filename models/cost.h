@@ -8,6 +8,8 @@
  *   copy engine, rows a page apart: ce_latency + rows·ce2d_page_row + bytes / link (a 2D copy whose
  *                                   pitch is a host page or more: each row its own page)
  *   copy engine, batched pieces:    ce_latency + pieces·cebatch_piece + bytes / link
+ *   copy engine, a chain of copies: ce_latency + (copies − 1)·ce_b2b_gap + bytes / link (separate calls
+ *                                   issued back to back on one stream)
  *   SM zero-copy gather of rows:    gather_latency + bytes / min(gather_peak, blocks·gather_block,
  *                                   rows_per_s(region)·row_bytes), over the link, duplex coefficient
  *                                   gather_duplex_coef, weight gather_weight against copies' ce_weight;
@@ -20,6 +22,7 @@
  *                                   attention over winners still in L2 its own (cost_attn_l2), and
  *                                   over each query head's own winners (g = 1) its own pair of each
  *   split-K combine:                attn_combine_latency + splits·attn_combine_split
+ *   FP32 compute (cost_compute_fp32): compute_latency + flops / fp32_peak, the SMs' own rate
  *   top-k (cost_topk):              topk_latency(_l2) + topk_elem(_l2)·n/blocks_per_row + topk_row(_l2)·rows
  *                                   + topk_winner·rows·(warps holding a winner) + topk_winner_row·(a row's
  *                                   warps holding a winner); the _l2 terms when all rows' scores fit in L2
@@ -132,6 +135,8 @@ extern const char *const cost_plane_names[COST_PLANE_PIECES][COST_PLANE_KNOTS];
 typedef struct cost {
     calib_t *cal;  /* notes go here; not owned, must outlive the cost */
     double h2d_Bps, d2h_Bps, hbm_Bps, bf16_flops, fp8_flops;
+    double fp32_flops;                 /* fp32_TFLOPS where the profile or preset has it, else 0 */
+    double ce_b2b_gap_s;
     double ce_latency_s, ce2d_copy_s, ce_handoff_s, ce_handoff_spread_s, ce2d_row_s, ce2d_page_row_s, cebatch_piece_s, ce_weight;
     double gather_latency_s, gather_peak_Bps, gather_block_Bps, gather_blocks;
     double gather_rows_ps[COST_ROW_TABLES][COST_ROW_KNOTS]; /* rows/s at cost_row_knot_bytes (rows not warm) */
@@ -362,6 +367,20 @@ double cost_topk_winner_warps(double n, double k);
  * against HBM topk_passes times in both cases (the engine does not model what stays in L2). The op
  * takes the SMs at its own rate (its blocks fill them). */
 void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, double k, plan_op_t *op);
+
+/* Fills op for `copies` ≥ 1 copy-engine copies moving `bytes` in all, issued back to back on one
+ * stream as separate calls (host→device when h2d): ce_latency + (copies − 1)·ce_b2b_gap + bytes / link
+ * (the engine overlaps part of each copy's setup with the one before; fitted on chains of H2D copies
+ * and taken for D2H chains too), one flow; its launch is the first call's (copy_launch), the other
+ * calls' host time is the caller's to charge. */
+void cost_ce_chain(const cost_t *c, const cost_paths_t *p, bool h2d, double bytes, double copies, plan_op_t *op);
+
+/* Fills op for a kernel of `flops` FP32 floating-point operations (FMAs on the CUDA cores, 2 FLOPs
+ * each; no tensor cores) over every SM with almost no memory traffic: the compute kind's fixed time
+ * (compute_latency_us where declared, else kernel_latency_us) + flops / fp32_TFLOPS, at the op's own
+ * rate taking the GPU's SMs (concurrent kernels split them; no efficiency below the peak: an FMA
+ * stream over every SM is what the peak counts). Errors: ERR_NOTFOUND (the GPU's fp32_TFLOPS unknown). */
+int cost_compute_fp32(const cost_t *c, const cost_paths_t *p, double flops, plan_op_t *op, err_t *e);
 
 /* A GEMM whose cost depends on the merged batch (projections, MLP, LM head). */
 typedef struct cost_gemm {

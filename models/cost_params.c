@@ -80,7 +80,7 @@ const hw_param_def_t cost_param_defs[] = {
            "extra time per row of a 2D copy whose rows lie a host page or more apart"),
     NONNEG("ce2d_copy_us", "us", FIELD(ce2d_copy_s, 1e-6),
            "time each further 2D copy of a strided chain (one per head and index channel, rows a page apart) adds"),
-    NONNEG("ce_b2b_gap_us", "us", BY_NAME,
+    NONNEG("ce_b2b_gap_us", "us", FIELD(ce_b2b_gap_s, 1e-6),
            "time each further copy of a chain issued back to back adds instead of ce_latency_us"),
     NONNEG("ce_handoff_us", "us", FIELD(ce_handoff_s, 1e-6),
            "a kernel waiting on a copy-engine copy starts this long after the copy ends (its completion reaching the SMs), on average"),

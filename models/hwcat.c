@@ -19,6 +19,7 @@ static const hw_param_def_t gpu_defs[] = {
     {"l2_bytes", HWP_BYTES, "B", true, 0, true, "last-level (L2) cache capacity", -1, 0},
     POS("bf16_TFLOPS", "TFLOP/s", "dense BF16 tensor peak"),
     NONNEG("fp8_TFLOPS", "TFLOP/s", "dense FP8 tensor peak (0: unsupported)"),
+    {"fp32_TFLOPS", HWP_NUM, "TFLOP/s", false, 0, true, "FP32 peak of the CUDA cores (FMA = 2 FLOPs; no tensor cores)", -1, 0},
     {"link", HWP_TEXT, "", true, 0, false, "the GPU's own host link (links.yaml)", -1, 0},
 };
 

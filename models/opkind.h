@@ -29,7 +29,11 @@
     X(SESSION_STEP, "session_step") /* a session's step under concurrency (measured) */ \
     X(TIMESLICE, "timeslice")       /* runs and switch-outs of time-sliced contexts (measured) */ \
     X(L2_WRITEBACK, "l2_writeback") /* dirty L2 lines written back under the next GEMM */ \
-    X(PREFILL_CHUNK, "prefill_chunk") /* a whole prefill chunk over every layer (measured) */
+    X(PREFILL_CHUNK, "prefill_chunk") /* a whole prefill chunk over every layer (measured) */ \
+    X(HBM_STREAM, "hbm_stream")     /* a kernel streaming HBM (replay workloads) */ \
+    X(COMPUTE, "compute")           /* an FP32 compute kernel (replay workloads) */ \
+    X(SPIN, "spin")                 /* a kernel of a set duration (replay workloads) */ \
+    X(HOST_BUSY, "host_busy")       /* the host thread busy (replay workloads) */
 
 typedef enum {
 #define OPKIND_ENUM(id, name) OPKIND_##id,
