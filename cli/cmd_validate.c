@@ -1,7 +1,10 @@
 /* odsim validate — predicts every held-out measured case through the study assembly (the same
- * scenario → providers → engine path as `odsim run`) and compares p50, p99 and throughput with the
- * measurement, per case and per group (validation/compare.h). */
+ * scenario → providers → engine path as `odsim run`; a replay workload's rows through `odsim replay`'s
+ * prediction, cli/replay_pred.h) and compares p50, p99 and throughput with the measurement, per case
+ * and per group (validation/compare.h). */
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,7 +13,9 @@
 #include <sys/stat.h>
 
 #include "cli/cmd.h"
+#include "cli/replay_pred.h"
 #include "common/outset.h"
+#include "common/str.h"
 #include "cli/study.h"
 #include "common/atomicio.h"
 #include "common/cfg.h"
@@ -45,6 +50,9 @@ static const char validate_usage[] =
     "  --max N          at most N cases (0: all)\n"
     "  --sealed         also the sealed groups (heldout.yaml's `sealed: true`, e.g. whole_model): run\n"
     "                   once, when the issue that sealed them closes; without it they are skipped\n"
+    "  --workloads DIR  where replay rows' workloads are (default validation/workloads): a row of the\n"
+    "                   replay suite is predicted from DIR/VARIANT.replay or DIR/*/VARIANT.replay, whose\n"
+    "                   bytes must hash to the row's workload_fnv (else an error naming the row)\n"
     "  --floor DIR2     (repeatable, up to 64) other runs of the same cases: each compared value\n"
     "                   gets its run-to-run floor, the largest |difference| of their measurements,\n"
     "                   and each group counts the errors beyond their floor\n"
@@ -58,7 +66,7 @@ static const char validate_usage[] =
 #define VAL_MAX_FLOORS 64
 
 typedef struct val_args {
-    const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat;
+    const char *dir, *calib, *heldout, *device, *box, *out, *group, *repeat, *workloads;
     const char *floors[VAL_MAX_FLOORS];
     int n_floors, json, sealed;
     long max;
@@ -71,7 +79,7 @@ const cmd_t cmd_validate = {"validate", "predict held-out measured cases and rep
 
 static int parse_args(int argc, char **argv, val_args_t *a)
 {
-    *a = (val_args_t){.heldout = "validation/heldout.yaml", .box = "h200-1"};
+    *a = (val_args_t){.heldout = "validation/heldout.yaml", .box = "h200-1", .workloads = "validation/workloads"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char *maxs = NULL;
@@ -82,6 +90,7 @@ static int parse_args(int argc, char **argv, val_args_t *a)
                            : !strcmp(s, "--out")     ? &a->out
                            : !strcmp(s, "--group")   ? &a->group
                            : !strcmp(s, "--repeat")  ? &a->repeat
+                           : !strcmp(s, "--workloads") ? &a->workloads
                            : !strcmp(s, "--max")     ? &maxs
                                                      : NULL;
         if (dst) {
@@ -130,11 +139,29 @@ typedef struct pcache {
     study_result_t *res;
 } pcache_t;
 
+/* A replay workload's prediction, made once for all its rows. */
+typedef struct rcache {
+    char name[RF_NAME_MAX + 1];
+    char *path;            /* the workload file */
+    uint64_t fnv;
+    rf_mode_t mode;
+    uint32_t n_sessions;
+    uint64_t min_steps;
+    char group[128];       /* the held-out group of its rows */
+    rpred_t pred;
+    char *error;           /* the prediction failed: why (NULL: it was made) */
+} rcache_t;
+
 typedef struct run_ctx {
     const val_args_t *a;
     const char *calib;
     pcache_t *cache;
     size_t n_cache;
+    rcache_t *rcache;
+    size_t n_rcache;
+    struct missing **missing; /* rows standing for workloads without a measured row */
+    size_t n_missing;
+    char *workloads;       /* the workloads directory, resolved */
     uint64_t calib_hash;
 } run_ctx_t;
 
@@ -240,6 +267,227 @@ static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbse
     return st;
 }
 
+/* The file of workload `name` under dir: dir/NAME.replay, else dir/SUB/NAME.replay for exactly one
+ * subdirectory SUB (a set's own folder). *out is heap (NULL when there is none). Errors: ERR_INVAL
+ * (in several sets), ERR_NOMEM. */
+static int workload_find(const char *dir, const char *name, char **out, err_t *e)
+{
+    struct stat st;
+    size_t n = strlen(dir) + strlen(name) + 300;
+    char *path = malloc(n), *found = NULL;
+    if (!path) return err_set(e, ERR_NOMEM, "out of memory");
+    *out = NULL;
+    snprintf(path, n, "%s/%s.replay", dir, name);
+    if (!stat(path, &st) && S_ISREG(st.st_mode)) {
+        *out = path;
+        return ERR_OK;
+    }
+    DIR *d = opendir(dir);
+    int rc = ERR_OK;
+    for (struct dirent *de; !rc && d && (de = readdir(d));) {
+        if (de->d_name[0] == '.' || strlen(de->d_name) > 255) continue;
+        snprintf(path, n, "%s/%s/%s.replay", dir, de->d_name, name);
+        if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
+        if (found) rc = err_set(e, ERR_INVAL, "workload %s: in two sets (%s and %s)", name, found, path);
+        else if (!(found = malloc(n))) rc = err_set(e, ERR_NOMEM, "out of memory");
+        else memcpy(found, path, n);
+    }
+    if (d) closedir(d);
+    free(path);
+    if (rc) free(found);
+    else *out = found;
+    return rc;
+}
+
+/* The prediction of row r's workload (its variant), made on first use: the file found, read, its
+ * bytes checked against the row's workload_fnv and predicted. Errors (fatal: the data and the files
+ * disagree): ERR_NOTFOUND (no file), ERR_INVAL (no or another hash, another name), ERR_PARSE; a
+ * failed prediction is kept in the entry. */
+static int replay_entry(run_ctx_t *x, const kbrow_t *r, const rcache_t **out, err_t *e)
+{
+    for (size_t i = 0; i < x->n_rcache; i++)
+        if (!strcmp(x->rcache[i].name, r->variant)) {
+            *out = &x->rcache[i];
+            return ERR_OK;
+        }
+    char *path = NULL;
+    int rc = workload_find(x->workloads, r->variant, &path, e);
+    if (!rc && !path)
+        rc = err_set(e, ERR_NOTFOUND, "%s:%d: no workload %s.replay in %s or its sets' folders (--workloads)", r->file,
+                     r->line, r->variant, x->workloads);
+    rf_workload_t *w = rc ? NULL : malloc(sizeof *w);
+    if (!rc && !w) rc = err_set(e, ERR_NOMEM, "out of memory");
+    uint64_t fnv = 0;
+    if (!rc) rc = rpred_load(path, w, &fnv, e);
+    char *end = NULL;
+    uint64_t want = !rc && r->workload_fnv ? strtoull(r->workload_fnv, &end, 16) : 0;
+    if (!rc && (!*r->workload_fnv || *end))
+        rc = err_set(e, ERR_INVAL, "%s:%d: column 'workload_fnv': '%s' is not a hexadecimal FNV-1a 64 of the workload file",
+                     r->file, r->line, r->workload_fnv);
+    else if (!rc && want != fnv)
+        rc = err_set(e, ERR_INVAL, "%s:%d: workload_fnv %016" PRIx64 ", but %s hashes to %016" PRIx64
+                     ": not the file that was measured", r->file, r->line, want, path, fnv);
+    else if (!rc && strcmp(w->name, r->variant))
+        rc = err_set(e, ERR_INVAL, "%s:%d: %s names workload '%s', the row '%s'", r->file, r->line, path, w->name, r->variant);
+    rcache_t *nc = rc ? NULL : realloc(x->rcache, (x->n_rcache + 1) * sizeof *nc);
+    if (!rc && !nc) rc = err_set(e, ERR_NOMEM, "out of memory");
+    if (rc) {
+        free(w);
+        free(path);
+        return rc;
+    }
+    x->rcache = nc;
+    rcache_t *c = &nc[x->n_rcache++];
+    *c = (rcache_t){.path = path, .fnv = fnv, .mode = w->mode, .n_sessions = w->n_sessions, .min_steps = w->min_steps};
+    snprintf(c->name, sizeof c->name, "%s", w->name);
+    rpred_opts_t o = {.calib_path = x->calib, .box = x->a->box};
+    err_t pe;
+    int prc = rpred_run(w, &o, &c->pred, &pe);
+    free(w);
+    if (prc == ERR_NOMEM) return err_set(e, ERR_NOMEM, "%s", pe.msg);
+    if (prc && !(c->error = str_dup(pe.msg))) return err_set(e, ERR_NOMEM, "out of memory");
+    if (!prc && !x->calib_hash) x->calib_hash = c->pred.calib_hash;
+    *out = c;
+    return ERR_OK;
+}
+
+/* Row r of the replay suite: a session's row (concurrent_id i) against the prediction's session i,
+ * the aggregate row against every session's steps pooled (steps per second summed). */
+static int add_replay(run_ctx_t *x, cmp_t *cmp, const char *group, const kbrow_t *r, size_t *n_failed, err_t *e)
+{
+    rcache_t *c = NULL;
+    int st = replay_entry(x, r, (const rcache_t **)&c, e);
+    if (st) return st;
+    snprintf(c->group, sizeof c->group, "%s", group);
+    char why[600] = "", mode[32];
+    snprintf(mode, sizeof mode, "%.*s", (int)strcspn(r->policy, ":"), r->policy);
+    const char *colon = strchr(r->policy, ':');
+    double sessions = colon ? atof(colon + 1) : NAN;
+    double id = r->concurrent_id;
+    if (c->error) snprintf(why, sizeof why, "%s", c->error);
+    else if (strcmp(mode, rf_mode_name((int)c->mode)) || sessions != c->n_sessions)
+        snprintf(why, sizeof why, "policy %s, but %s runs %u sessions as %s", r->policy, c->path, c->n_sessions,
+                 rf_mode_name((int)c->mode));
+    else if (!isnan(id) && !(id >= 0 && id < c->n_sessions && id == floor(id)))
+        snprintf(why, sizeof why, "concurrent_id %g: %s has sessions 0..%u", id, c->path, c->n_sessions - 1);
+    if (*why) {
+        (*n_failed)++;
+        return cmp_add(cmp, group, r, NULL, why, NULL, c->path, e);
+    }
+    if (!isnan(id) && r->reps < (double)c->min_steps) {   /* the exclusion rule (validation/heldout.yaml) */
+        fprintf(stderr, "odsim validate: %s:%d: excluded as unstable: %s session %g measured %g steps, fewer than its "
+                "min_steps %" PRIu64 "\n", r->file, r->line, c->name, id, r->reps, c->min_steps);
+        return ERR_OK;
+    }
+    const rpred_stat_t *s = isnan(id) ? &c->pred.pooled : &c->pred.session[(uint32_t)id];
+    cmp_pred_t p = {s->p50_s * 1e6, s->p99_s * 1e6, s->per_s};
+    return cmp_add(cmp, group, r, &p, NULL, c->pred.flags, c->path, e);
+}
+
+/* A row standing for a workload of a validated set that has no measured row. */
+typedef struct missing {
+    kbrow_t row;
+    char *path, *name;
+    char policy[32];
+} missing_t;
+
+static void missing_free(missing_t *m)
+{
+    if (!m) return;
+    free(m->path);
+    free(m->name);
+    free(m);
+}
+
+/* The workload file `file` of folder dir, read for its name and mode, as a row of suite replay. */
+static int missing_row(const char *dir, const char *file, missing_t **out, err_t *e)
+{
+    missing_t *m = calloc(1, sizeof *m);
+    rf_workload_t *w = malloc(sizeof *w);
+    size_t n = strlen(dir) + strlen(file) + 2;
+    int rc = m && w && (m->path = malloc(n)) ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+    uint64_t fnv;
+    if (!rc) snprintf(m->path, n, "%s/%s", dir, file);
+    if (!rc) rc = rpred_load(m->path, w, &fnv, e);
+    if (!rc && !(m->name = str_dup(w->name))) rc = err_set(e, ERR_NOMEM, "out of memory");
+    if (rc) {
+        free(w);
+        missing_free(m);
+        return rc;
+    }
+    snprintf(m->policy, sizeof m->policy, "%s:%u", rf_mode_name((int)w->mode), w->n_sessions);
+    free(w);
+    kbrow_t *r = &m->row;
+    r->file = m->path;
+    r->suite = "replay";
+    r->op_name = "session_step";
+    r->op = OPKIND_SESSION_STEP;
+    r->variant = m->name;
+    r->policy = m->policy;
+    r->allocator = r->placement = r->layout = r->method = r->model = r->workload_fnv = "";
+    double *nums[] = {&r->n_tokens, &r->heads, &r->bits, &r->k, &r->batch, &r->piece_bytes, &r->region_bytes, &r->pieces,
+                      &r->blocks, &r->streams, &r->procs, &r->bytes_moved, &r->reps, &r->t_med_us, &r->t_p10_us,
+                      &r->t_p90_us, &r->t_p99_us, &r->per_s, &r->gbps, &r->concurrent_id, &r->qheads, &r->chunk_tokens,
+                      &r->t_mean_us, &r->flops};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) *nums[i] = NAN;
+    *out = m;
+    return ERR_OK;
+}
+
+static bool has_entry(const run_ctx_t *x, const char *name)
+{
+    for (size_t i = 0; i < x->n_rcache; i++)
+        if (!strcmp(x->rcache[i].name, name)) return true;
+    return false;
+}
+
+/* The exclusion rule's other half (validation/heldout.yaml): every workload of a set folder some of
+ * whose rows were validated, of the same group, that has no measured row (kbench could not run it)
+ * is a failed case of that group, listed. */
+static int add_missing(run_ctx_t *x, const heldout_t *ho, cmp_t *cmp, size_t *n_failed, err_t *e)
+{
+    int rc = ERR_OK;
+    for (size_t i = 0; !rc && i < x->n_rcache; i++) {
+        const rcache_t *c = &x->rcache[i];
+        const char *slash = strrchr(c->path, '/');
+        size_t dl = slash ? (size_t)(slash - c->path) : 1;
+        bool seen = false;   /* the folder of an earlier entry of the same group */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(x->rcache[j].group, c->group) && !strncmp(x->rcache[j].path, c->path, dl) &&
+                   x->rcache[j].path[dl] == '/' && !strchr(x->rcache[j].path + dl + 1, '/');
+        if (seen || !*c->group) continue;
+        char *dir = slash ? strndup(c->path, dl) : str_dup(".");
+        DIR *d = dir ? opendir(dir) : NULL;
+        if (!dir) rc = err_set(e, ERR_NOMEM, "out of memory");
+        for (struct dirent *de; !rc && d && (de = readdir(d));) {
+            size_t n = strlen(de->d_name);
+            if (n < 8 || strcmp(de->d_name + n - 7, ".replay")) continue;
+            missing_t *m = NULL;
+            char group[128];
+            rc = missing_row(dir, de->d_name, &m, e);
+            if (!rc && (has_entry(x, m->name) || heldout_classify(ho, &m->row, group, sizeof group) == HELDOUT_UNUSED ||
+                        strcmp(group, c->group))) {
+                missing_free(m);
+                continue;
+            }
+            missing_t **nm = rc ? NULL : realloc(x->missing, (x->n_missing + 1) * sizeof *nm);
+            if (!rc && !nm) rc = err_set(e, ERR_NOMEM, "out of memory");
+            if (rc) {
+                missing_free(m);
+                break;
+            }
+            x->missing = nm;
+            x->missing[x->n_missing++] = m;
+            (*n_failed)++;
+            rc = cmp_add(cmp, c->group, &m->row, NULL, "no measured row: kbench replay could not run it (its log says why)",
+                         NULL, m->path, e);
+        }
+        if (d) closedir(d);
+        free(dir);
+    }
+    return rc;
+}
+
 static int make_dir(const char *dir, err_t *e)
 {
     if (mkdir(dir, 0777) && errno != EEXIST) return err_set(e, ERR_IO, "%s: cannot create directory", dir);
@@ -303,7 +551,8 @@ static int validate_main(int argc, char **argv)
     if (!st) st = cmp_new(&cmp, &e);
     char calib_default[512];
     if (!st) snprintf(calib_default, sizeof calib_default, "models/calib/%s.yaml", kbset_device(set));
-    run_ctx_t x = {&a, a.calib ? a.calib : calib_default, NULL, 0, 0};
+    run_ctx_t x = {.a = &a, .calib = a.calib ? a.calib : calib_default, .workloads = study_data_path(a.workloads)};
+    if (!st && !x.workloads) st = err_set(&e, ERR_NOMEM, "out of memory");
     size_t n_failed = 0, n_done = 0;
     double fit_max_n = NAN;   /* the largest context the fit saw: how far a held-out case extrapolates */
     char fit_runtime[64] = "", runtime[64];   /* the host runtime of the fit set (the primary's) */
@@ -330,10 +579,13 @@ static int validate_main(int argc, char **argv)
             st = cmp_add(cmp, group, r, NULL, why, NULL, NULL, &e);
             continue;
         }
-        st = other ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
-                   : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
-        if (!st && a.n_floors) st = add_floor(cmp, set, i, floors, a.n_floors, &e);
+        size_t cases = cmp_n_cases(cmp);   /* an excluded row adds none */
+        st = other                       ? add_repeat(cmp, group, set, i, other, a.repeat, &n_failed, &e)
+             : !strcmp(r->suite, "replay") ? add_replay(&x, cmp, group, r, &n_failed, &e)
+                                           : add_predicted(&x, cmp, group, set, i, &n_failed, &e);
+        if (!st && a.n_floors && cmp_n_cases(cmp) > cases) st = add_floor(cmp, set, i, floors, a.n_floors, &e);
     }
+    if (!st && !other && !a.max) st = add_missing(&x, ho, cmp, &n_failed, &e);
     if (!st && !cmp_n_cases(cmp))
         st = a.group ? err_set(&e, ERR_NOTFOUND, "%s: no held-out cases in the groups '%s' (%s)", a.dir, a.group, a.heldout)
                      : err_set(&e, ERR_NOTFOUND, "%s: no held-out cases (%s)", a.dir, a.heldout);
@@ -359,6 +611,15 @@ static int validate_main(int argc, char **argv)
         study_result_free(x.cache[i].res);
     }
     free(x.cache);
+    for (size_t i = 0; i < x.n_rcache; i++) {
+        free(x.rcache[i].path);
+        free(x.rcache[i].error);
+        rpred_free(&x.rcache[i].pred);
+    }
+    free(x.rcache);
+    for (size_t i = 0; i < x.n_missing; i++) missing_free(x.missing[i]);
+    free(x.missing);
+    free(x.workloads);
     cmp_free(cmp);
     for (int k = 0; k < a.n_floors; k++) kbset_free(floors[k]);
     kbset_free(other);

@@ -15,6 +15,7 @@ typedef struct ho_rule {
     char *group;          /* NULL for fit rules */
     char *suite;          /* NULL: any */
     char *op;             /* NULL: any */
+    char *prefix;         /* NULL: any variant; else the variant (a replay workload's name) starts so */
     double min_n, max_n;  /* NAN: none */
     bool single_only;
     int split_by;         /* 0 none, 1 policy, 2 method, 3 op, 4 policy up to its first ':' */
@@ -29,7 +30,7 @@ struct heldout {
 };
 
 typedef struct ho_node {
-    const char *group, *suite, *op;
+    const char *group, *suite, *op, *prefix;
     double min_n, max_n, key_mod, key_rest;
     bool single_only, sealed;
     int split_by;
@@ -41,6 +42,7 @@ static const cfg_param_t held_params[] = {
     {"group", CFG_T_STRING, offsetof(ho_node_t, group), NULL, 1, 0, NULL, "group name in reports"},
     {"suite", CFG_T_STRING, offsetof(ho_node_t, suite), "", 1, 0, NULL, "kbench suite ('' any)"},
     {"op", CFG_T_STRING, offsetof(ho_node_t, op), "", 1, 0, NULL, "op kind ('' any)"},
+    {"name_prefix", CFG_T_STRING, offsetof(ho_node_t, prefix), "", 1, 0, NULL, "variant starts with ('' any)"},
     {"min_n_tokens", CFG_T_DOUBLE, offsetof(ho_node_t, min_n), "-1", 1, 0, NULL, "n_tokens at least"},
     {"max_n_tokens", CFG_T_DOUBLE, offsetof(ho_node_t, max_n), "-1", 1, 0, NULL, "n_tokens at most"},
     {"single_only", CFG_T_BOOL, offsetof(ho_node_t, single_only), "false", 1, 0, NULL, "no concurrent_id"},
@@ -64,6 +66,7 @@ static void rules_free(ho_rule_t *v, size_t n)
         free(v[i].group);
         free(v[i].suite);
         free(v[i].op);
+        free(v[i].prefix);
     }
     free(v);
 }
@@ -97,6 +100,7 @@ static int load_rules(const cfg_node_t *seq, bool held, ho_rule_t **out, size_t 
         v[i].group = held ? str_dup(hn.group) : NULL;
         v[i].suite = *hn.suite ? str_dup(hn.suite) : NULL;
         v[i].op = *hn.op ? str_dup(hn.op) : NULL;
+        v[i].prefix = held && *hn.prefix ? str_dup(hn.prefix) : NULL;
         v[i].min_n = hn.min_n >= 0 ? hn.min_n : NAN;
         v[i].max_n = hn.max_n >= 0 ? hn.max_n : NAN;
         v[i].single_only = hn.single_only;
@@ -109,7 +113,7 @@ static int load_rules(const cfg_node_t *seq, bool held, ho_rule_t **out, size_t 
             rules_free(v, i + 1);
             return cfg_error(e, ERR_INVAL, cfg_at(seq, i), "key_mod wants a whole number in [0, 1e6] and key_rest one below it");
         }
-        if ((held && !v[i].group) || (*hn.suite && !v[i].suite) || (*hn.op && !v[i].op)) {
+        if ((held && !v[i].group) || (*hn.suite && !v[i].suite) || (*hn.op && !v[i].op) || (held && *hn.prefix && !v[i].prefix)) {
             rules_free(v, i + 1);
             return err_set(e, ERR_NOMEM, "heldout: out of memory");
         }
@@ -180,6 +184,7 @@ static bool rule_matches(const ho_rule_t *r, const kbrow_t *row)
 {
     if (r->suite && strcmp(r->suite, row->suite)) return false;
     if (r->op && strcmp(r->op, row->op_name)) return false;
+    if (r->prefix && strncmp(r->prefix, row->variant, strlen(r->prefix))) return false;
     if (!isnan(r->min_n) && !(row->n_tokens >= r->min_n)) return false;
     if (!isnan(r->max_n) && row->n_tokens > r->max_n) return false;
     if (r->single_only && !isnan(row->concurrent_id)) return false;

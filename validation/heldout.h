@@ -11,7 +11,8 @@
  *     - {suite: link}
  *     - {suite: kernels, single_only: true, max_n_tokens: 262144}
  *
- * A rule matches a row when every condition it names holds: `suite` and `op` equal; `min_n_tokens` /
+ * A rule matches a row when every condition it names holds: `suite` and `op` equal; `name_prefix`
+ * (held-out rules) begins the row's variant (a replay workload's name, e.g. "rdev-"); `min_n_tokens` /
  * `max_n_tokens` bound n_tokens (a row without n_tokens meets no min and every max);
  * `single_only` requires an empty concurrent_id; `key_mod: M, key_rest: R` takes only cases whose
  * heldout_case_key is R modulo M; `sealed: true` makes the group sealed (HELDOUT_SEALED). `split_by: policy` (or `method`, `op`) appends

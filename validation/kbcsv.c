@@ -35,7 +35,7 @@ enum {
     C_REGION_BYTES, C_PIECES, C_BLOCKS, C_ALLOCATOR, C_STREAMS, C_PROCS, C_POLICY, C_PLACEMENT,
     C_LAYOUT, C_BYTES_MOVED, C_REPS, C_T_MED, C_T_P10, C_T_P90, C_T_P99, C_PER_S, C_GBPS,
     C_N_REQUIRED,
-    C_METHOD = C_N_REQUIRED, C_MODEL, C_CONCURRENT_ID, C_QHEADS, C_CHUNK_TOKENS, C_T_MEAN, C_FLOPS,
+    C_METHOD = C_N_REQUIRED, C_MODEL, C_CONCURRENT_ID, C_QHEADS, C_CHUNK_TOKENS, C_T_MEAN, C_FLOPS, C_WORKLOAD_FNV,
     C_N_KNOWN
 };
 
@@ -43,10 +43,10 @@ static const char *const col_names[C_N_KNOWN] = {
     "suite", "op", "variant", "n_tokens", "heads", "bits", "k", "batch", "piece_bytes",
     "region_bytes", "pieces", "blocks", "allocator", "streams", "procs", "policy", "placement",
     "layout", "bytes_moved", "reps", "t_med_us", "t_p10_us", "t_p90_us", "t_p99_us", "per_s", "gbps",
-    "method", "model", "concurrent_id", "qheads", "chunk_tokens", "t_mean_us", "flops"};
+    "method", "model", "concurrent_id", "qheads", "chunk_tokens", "t_mean_us", "flops", "workload_fnv"};
 
 static const int text_cols[] = {C_SUITE, C_OP, C_VARIANT, C_ALLOCATOR, C_POLICY, C_PLACEMENT,
-                                C_LAYOUT, C_METHOD, C_MODEL};
+                                C_LAYOUT, C_METHOD, C_MODEL, C_WORKLOAD_FNV};
 
 static bool col_is_text(int c)
 {
@@ -98,6 +98,7 @@ static const char **text_field(kbrow_t *r, int c)
     case C_LAYOUT: return &r->layout;
     case C_METHOD: return &r->method;
     case C_MODEL: return &r->model;
+    case C_WORKLOAD_FNV: return &r->workload_fnv;
     default: return NULL;
     }
 }
@@ -479,8 +480,10 @@ static bool same_num(double a, double b) { return a == b || (isnan(a) && isnan(b
 
 bool kbrow_same_case(const kbrow_t *a, const kbrow_t *b)
 {
-    const char *ta[] = {a->suite, a->op_name, a->variant, a->allocator, a->policy, a->placement, a->layout, a->method, a->model};
-    const char *tb[] = {b->suite, b->op_name, b->variant, b->allocator, b->policy, b->placement, b->layout, b->method, b->model};
+    const char *ta[] = {a->suite, a->op_name, a->variant, a->allocator, a->policy, a->placement, a->layout, a->method, a->model,
+                        a->workload_fnv};
+    const char *tb[] = {b->suite, b->op_name, b->variant, b->allocator, b->policy, b->placement, b->layout, b->method, b->model,
+                        b->workload_fnv};
     double na[] = {a->n_tokens, a->heads, a->bits, a->k, a->batch, a->piece_bytes, a->region_bytes, a->pieces, a->blocks,
                    a->streams, a->procs, a->concurrent_id, a->qheads, a->chunk_tokens};
     double nb[] = {b->n_tokens, b->heads, b->bits, b->k, b->batch, b->piece_bytes, b->region_bytes, b->pieces, b->blocks,

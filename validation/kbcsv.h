@@ -34,6 +34,7 @@ typedef struct kbrow {
     size_t file_index;     /* index of the file in the set */
     const char *suite, *op_name, *variant, *allocator, *policy, *placement, *layout;
     const char *method, *model;  /* optional columns */
+    const char *workload_fnv;    /* optional: a replay row's workload file's FNV-1a 64, hex */
     int op;                /* models/opkind.h kind */
     double n_tokens, heads, bits, k, batch, piece_bytes, region_bytes, pieces, blocks;
     double streams, procs, bytes_moved, reps;
@@ -77,7 +78,7 @@ void kbset_runtime(const kbset_t *s, size_t file, char *buf, size_t n);
 
 /* Whether a and b measure the same case: every column naming it equal (suite, op, variant, the
  * sizes and counts, allocator, streams, procs, policy, placement, layout, method, model,
- * concurrent_id, qheads, chunk_tokens; empty cells equal empty cells), what was measured (reps,
+ * concurrent_id, qheads, chunk_tokens, workload_fnv; empty cells equal empty cells), what was measured (reps,
  * times, rates, bytes moved) aside. */
 bool kbrow_same_case(const kbrow_t *a, const kbrow_t *b);
 /* The row of `other` that measured the same case as row i of s (the k-th such row of other for

@@ -134,6 +134,101 @@ static void by_context(FILE *fp, const cmp_t *c, double fit_max)
     free(a);
 }
 
+/* ---- the strata of replay groups: serving mode and sessions ------------------------------------ */
+
+static const char *const strata_modes[] = {"procs", "streams", "batched"};
+static const char *const strata_sessions[] = {"1", "2-4", "5-16"};
+enum { N_MODES = 3, N_BUCKETS = 3 };
+
+/* A replay row's serving mode (0..2, -1 other) and sessions bucket (0: 1, 1: 2-4, 2: 5-16, -1 other),
+ * from its policy "MODE:N". */
+static void stratum_of(const kbrow_t *r, int *mode, int *bucket)
+{
+    size_t n = strcspn(r->policy, ":");
+    *mode = *bucket = -1;
+    for (int m = 0; m < N_MODES; m++)
+        if (strlen(strata_modes[m]) == n && !strncmp(r->policy, strata_modes[m], n)) *mode = m;
+    long k = r->policy[n] == ':' ? strtol(r->policy + n + 1, NULL, 10) : 0;
+    *bucket = k == 1 ? 0 : k >= 2 && k <= 4 ? 1 : k >= 5 && k <= 16 ? 2 : -1;
+}
+
+static bool replay_group(const cmp_t *c, const char *group)
+{
+    for (size_t i = 0; i < cmp_n_cases(c); i++) {
+        const cmp_case_t *cs = cmp_case_at(c, i);
+        if (!strcmp(cs->group, group) && cs->row->suite && !strcmp(cs->row->suite, "replay")) return true;
+    }
+    return false;
+}
+
+/* |error|s of group's predicted cases in a stratum (mode or bucket -1: any), p50, p99 and throughput
+ * pooled: *cases, and their median and maximum into st (NAN when none). */
+static void stratum_stat(const cmp_t *c, const char *group, int mode, int bucket, size_t *cases, cmp_stat_t *st)
+{
+    size_t n = cmp_n_cases(c), k = 0;
+    double *a = malloc((3 * n + 1) * sizeof *a);
+    *cases = 0;
+    *st = (cmp_stat_t){0, NAN, NAN};
+    for (size_t i = 0; a && i < n; i++) {
+        const cmp_case_t *cs = cmp_case_at(c, i);
+        int m, b;
+        stratum_of(cs->row, &m, &b);
+        if (strcmp(cs->group, group) || !cs->ok || (mode >= 0 && m != mode) || (bucket >= 0 && b != bucket)) continue;
+        (*cases)++;
+        double v[3] = {cs->err_p50_pct, cs->err_p99_pct, cs->err_tput_pct};
+        for (int j = 0; j < 3; j++)
+            if (!isnan(v[j])) a[k++] = fabs(v[j]);
+    }
+    if (k) {
+        double mx = 0;
+        for (size_t j = 0; j < k; j++) mx = fmax(mx, a[j]);
+        *st = (cmp_stat_t){k, median_of(a, k), mx};
+    }
+    free(a);
+}
+
+/* One stratum of a group: its label, cases and pooled |error|s. */
+typedef struct stratum {
+    char label[48];
+    size_t cases;
+    cmp_stat_t st;
+} stratum_t;
+enum { N_STRATA = N_MODES + N_BUCKETS + N_MODES * N_BUCKETS };
+
+/* Group's strata into out[N_STRATA]: by sessions, by mode, then each mode by sessions. */
+static void strata_of(const cmp_t *c, const char *group, stratum_t *out)
+{
+    size_t k = 0;
+    for (int mode = -1; mode < N_MODES; mode++)
+        for (int bucket = -1; bucket < N_BUCKETS; bucket++) {
+            if (mode < 0 && bucket < 0) continue;
+            stratum_t *s = &out[k++];
+            stratum_stat(c, group, mode, bucket, &s->cases, &s->st);
+            if (mode >= 0 && bucket >= 0)
+                snprintf(s->label, sizeof s->label, "%s, sessions %s", strata_modes[mode], strata_sessions[bucket]);
+            else if (mode >= 0) snprintf(s->label, sizeof s->label, "%s", strata_modes[mode]);
+            else snprintf(s->label, sizeof s->label, "sessions %s", strata_sessions[bucket]);
+        }
+}
+
+/* Each replay group by serving mode, by sessions, and by both. */
+static void by_stratum(FILE *fp, const cmp_t *c)
+{
+    for (size_t g = 0; g < cmp_n_groups(c); g++) {
+        const char *name = cmp_group_at(c, g)->name;
+        if (!replay_group(c, name)) continue;
+        stratum_t s[N_STRATA];
+        strata_of(c, name, s);
+        fprintf(fp, "\n%-22s %-26s %6s %14s %11s\n", "by stratum", "stratum", "cases", "median |err|%", "max |err|%");
+        for (int i = 0; i < N_STRATA; i++)
+            fprintf(fp, "%-22s %-26s %6zu %14.2f %11.2f\n", name, s[i].label, s[i].cases, s[i].st.median_abs_err_pct,
+                    s[i].st.max_abs_err_pct);
+    }
+}
+
+/* The strata of group as a JSON object (NULL when it holds no replay rows). */
+static json_t *strata_json(const cmp_t *c, const char *group);
+
 void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
 {
     provenance(fp, info, "# ");
@@ -166,6 +261,7 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
     }
     by_op(fp, c);
     by_context(fp, c, info->fit_max_n_tokens);
+    by_stratum(fp, c);
     /* Flags, summarised: each parameter once, with how many cases used it assumed or out of range
      * (every case's own list is in the JSON). */
     typedef struct flag_count {
@@ -212,6 +308,20 @@ static json_t *stat_json(const cmp_stat_t *s)
                      "max_abs_err_pct", num_or_null(s->max_abs_err_pct));
 }
 
+static json_t *strata_json(const cmp_t *c, const char *group)
+{
+    if (!replay_group(c, group)) return NULL;
+    stratum_t s[N_STRATA];
+    strata_of(c, group, s);
+    json_t *o = json_object();
+    for (int i = 0; o && i < N_STRATA; i++) {
+        json_t *j = stat_json(&s[i].st);
+        json_object_set_new(j, "cases", json_integer((json_int_t)s[i].cases));
+        json_object_set_new(o, s[i].label, j);
+    }
+    return o;
+}
+
 int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *e)
 {
     char hash[32], hhash[32];
@@ -227,6 +337,8 @@ int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *
                                       num_or_null(g->all.max_abs_err_pct), "p50", stat_json(&g->p50), "p99",
                                       stat_json(&g->p99), "throughput", stat_json(&g->tput), "beyond_floor", "n",
                                       (json_int_t)g->n_beyond, "of", (json_int_t)g->n_floored));
+        json_t *strata = strata_json(c, g->name);
+        if (strata) json_object_set_new(json_object_get(summary, g->name), "strata", strata);
     }
     for (size_t i = 0; cases && i < cmp_n_cases(c); i++) {
         const cmp_case_t *cs = cmp_case_at(c, i);

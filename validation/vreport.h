@@ -18,12 +18,16 @@ typedef struct vreport_info {
 
 /* The per-case table and the group summaries, as text; for the groups that extrapolate in context
  * (`context`, and `whole*`: issue 31) their errors by the ratio of a case's context to the fit
- * set's largest (info->fit_max_n_tokens), pooled over p50, p99 and throughput. */
+ * set's largest (info->fit_max_n_tokens), pooled over p50, p99 and throughput; for groups of replay
+ * rows (issue 34) their errors by stratum: serving mode (procs, streams, batched), sessions (1, 2-4,
+ * 5-16) and both, from the rows' policy MODE:N, pooled the same way. */
 void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info);
 
 /* The whole report as JSON text (*out heap, caller frees): {"odsim", "calibration", ...,
  * "summary": {GROUP: {"n", "failed", "flagged", "median_abs_err_pct", "max_abs_err_pct",
- * "p50": {...}, "p99": {...}, "throughput": {...}, "beyond_floor": {"n", "of"}}}, "cases": [...]}
+ * "p50": {...}, "p99": {...}, "throughput": {...}, "beyond_floor": {"n", "of"}, and for a replay
+ * group "strata": {"procs": {"cases", "n", ...}, "sessions 2-4": {...}, "procs, sessions 1": ...}}},
+ * "cases": [...]}
  * (each case's "floor_pct": its run-to-run floor per metric, null without one). Errors: ERR_NOMEM. */
 int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *e);
 

@@ -152,6 +152,35 @@ Test(heldout, prefill_split_is_the_committed_hash_rule)
 }
 
 /* Unknown keys, and key rules out of range, are errors naming the file and line. */
+/* Issue 34: replay rows split by their workload's name alone (the variant): rdev- is random_dev,
+ * rsealed- the sealed random, any other name unused; other suites never match a name rule. */
+Test(heldout, replay_split_is_the_name_prefix_rule)
+{
+    heldout_t *h = NULL;
+    err_t e;
+    cr_assert_eq(heldout_load("validation/heldout.yaml", &h, &e), 0, "%s", e.msg);
+    char g[64];
+    kbrow_t r = mk("replay", NAN, 0, "streams:3");
+    r.op_name = "session_step";
+    r.variant = "rdev-0007";
+    cr_expect_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_HELD);
+    cr_expect_str_eq(g, "random_dev");
+    r.variant = "rsealed-0101";
+    cr_expect_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_SEALED);
+    cr_expect_str_eq(g, "random");
+    r.variant = "rdev";
+    cr_expect_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_UNUSED, "a name without the prefix's dash");
+    heldout_free(h);
+    cr_assert_eq(heldout_load_string("t.yaml", "heldout:\n  - {group: g, name_prefix: ab}\nfit:\n  - {suite: link}\n", &h, &e),
+                 0, "%s", e.msg);
+    r = mk("kernels", 1, NAN, "alone");
+    r.variant = "abc";
+    cr_expect_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_HELD);
+    r.variant = "xab";
+    cr_expect_eq(heldout_classify(h, &r, g, sizeof g), HELDOUT_UNUSED);
+    heldout_free(h);
+}
+
 Test(heldout, unknown_keys_are_errors)
 {
     heldout_t *h = NULL;
