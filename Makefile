@@ -167,7 +167,7 @@ $(foreach mode,$(MODES),$(eval $(call MODE_RULES,$(mode))))
 PREFIX  ?= /usr/local
 # The data an installed odsim reads (docs/data-root.md): catalogs, profiles, scenarios, traces, and
 # the measured data, held-out rule and seeds that validate and fit read.
-INSTALL_DATA := models/catalog models/calib scenarios traces/data validation/data validation/heldout.yaml validation/seeds.yaml
+INSTALL_DATA := models/catalog models/calib scenarios traces/data validation/data validation/workloads validation/heldout.yaml validation/seeds.yaml
 install: build/rel/odsim
 	@install -D -m 755 build/rel/odsim $(DESTDIR)$(PREFIX)/bin/odsim
 	@for d in $(INSTALL_DATA); do \
