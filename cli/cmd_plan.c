@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/plan_replay.h"
 #include "cli/study_alone.h"
 #include "cli/study_assume.h"
 #include "common/cfg.h"
@@ -30,7 +31,7 @@ typedef struct plan_args {
     const char *model, *method, *hw, *link, *calib, *catalog;
     const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
         *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *plane_scan, *winners,
-        *plane_bits, *key_variances, *index_layout, *max_context;
+        *plane_bits, *key_variances, *index_layout, *max_context, *emit_replay;
     uint64_t context;
     uint32_t prefill;
     int sessions;
@@ -91,6 +92,10 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
                 return cmd_usage_error(&cmd_plan, "--context %s: expected a token count of at most %llu (4Gi)", v,
                                        METHOD_MAX_CONTEXT_TOKENS);
             a->have_context = true;
+            continue;
+        }
+        if (!strcmp(f, "--emit-replay")) {
+            a->emit_replay = v;
             continue;
         }
         if (!strcmp(f, "--prefill")) {
@@ -539,6 +544,44 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     free(ls);
 }
 
+/* --emit-replay: the plan as a replay workload, its transfers' pieces over their layer's host span
+ * (the index's for an index fetch, the K/V's for the rest). */
+static int emit_replay(const ctx_t *c, err_t *e)
+{
+    const method_t *mt = provider_method(c->prov);
+    const plan_t *p = &c->plan;
+    plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, c->a.context, c->a.prefill ? c->a.prefill : 1, 0};
+    int L = method_llm(mt)->layers;
+    double *span = calloc((size_t)p->n_ops + 1, sizeof *span);
+    method_layer_t *ly = calloc((size_t)L, sizeof *ly);
+    rf_workload_t *w = malloc(sizeof *w);
+    int rc = span && ly && w ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+    for (int l = 0; !rc && l < L; l++)
+        method_layer(mt, l, req.context_tokens, req.new_tokens, provider_prefill_formulas(&req), &ly[l]);
+    for (uint32_t i = 0; !rc && i < p->n_ops; i++) {
+        const plan_op_t *o = &p->ops[i];
+        if (o->layer != PLAN_NO_LAYER && o->layer < L)
+            span[i] = o->kind == OPKIND_INDEX_FETCH ? ly[o->layer].index_region_bytes : ly[o->layer].kv_region_bytes;
+    }
+    char name[64], what[512];
+    if (c->a.prefill)
+        snprintf(name, sizeof name, "plan-%s-%llu-prefill%u", method_name(mt), (unsigned long long)c->a.context, c->a.prefill);
+    else
+        snprintf(name, sizeof name, "plan-%s-%llu", method_name(mt), (unsigned long long)c->a.context);
+    snprintf(what, sizeof what, "odsim plan --emit-replay: %s, %s, %s of %u token(s) at context %llu, on %s (odsim %s)",
+             method_llm(mt)->name, method_name(mt), c->a.prefill ? "prefill chunk" : "decode step",
+             c->a.prefill ? c->a.prefill : 1, (unsigned long long)c->a.context, c->hw->box, ODSIM_VERSION);
+    plan_replay_note_t note;
+    plan_replay_in_t in = {p, c->sim, c->hw, provider_cost(c->prov), method_llm(mt), span, name};
+    if (!rc) rc = plan_replay_make(&in, w, &note, e);
+    if (!rc) rc = plan_replay_write(c->a.emit_replay, w, what, &note, e);
+    if (rc) err_prefix(e, "--emit-replay %s", c->a.emit_replay);
+    free(span);
+    free(ly);
+    free(w);
+    return rc;
+}
+
 static int plan_main(int argc, char **argv)
 {
     ctx_t c;
@@ -553,6 +596,10 @@ static int plan_main(int argc, char **argv)
     }
     sim_ps_t step_ps = 0;
     if (plan_standalone_ps(&c.plan, c.sim, handoff_ps(c.cal), &step_ps, &e)) {
+        ctx_free(&c);
+        return cmd_fail("plan", "%s", e.msg);
+    }
+    if (c.a.emit_replay && emit_replay(&c, &e)) {
         ctx_free(&c);
         return cmd_fail("plan", "%s", e.msg);
     }
@@ -596,6 +643,8 @@ const cmd_t cmd_plan = {
     "  --plane-bits P     Fathom: plane bits per plan (instead of --budget)\n"
     "  --key-variances L  Fathom's key-channel variances, '[v0, v1, ...]' (default: log-normal with outliers)\n"
     "  --sessions S       sessions for the footprint total (default 1)\n"
+    "  --emit-replay FILE also write the plan as a replay workload (docs/replay.md) for kbench replay and\n"
+    "                     odsim replay: one session, mode streams; the mapping is approximate (cli/plan_replay.h)\n"
     "  --calib FILE       calibration profile (default " STUDY_DEFAULT_CALIBRATION ", as odsim run; none: presets)\n"
     "  --catalog DIR      catalog directory (default " STUDY_DEFAULT_CATALOG " under the data root: docs/data-root.md)\n"
     "  --json             the same as JSON, every figure named with its unit\n",

@@ -134,7 +134,7 @@ int kb_attn_splits(size_t n, int heads);
 void kb_attn_prefill(const uint16_t *ctx, size_t ctx_hs, size_t n, const uint16_t *nw, size_t new_hs,
                      const uint16_t *q, int g, int heads, int c, uint16_t *out, cudaStream_t s);
 
-/* ---- replay_kern.cu: kbench replay's hbm and compute ops ------------------------ */
+/* ---- replay_kern.cu: kbench replay's hbm, compute and gemm ops ------------------- */
 
 /* Reads the first `bytes` of buf (HBM, 16-byte aligned) once and writes the sum of its 32-bit words
  * (the bytes past the last 16-byte word added one by one) as one part per block to out[0..blocks):
@@ -147,5 +147,7 @@ unsigned long long kb_hbm_reduce_expect(uint64_t bytes, uint8_t fill);
 void kb_fma(uint64_t flops, int blocks, float *out, cudaStream_t s);
 /* The float kb_fma(flops, blocks) writes to out[b], computed on the host in double. */
 double kb_fma_expect(uint64_t flops, int blocks, int b);
+/* Sets p[0..n) to v (a gemm op's BF16 inputs, before its check). */
+void kb_fill_u16(uint16_t *p, uint64_t n, uint16_t v, int blocks, cudaStream_t s);
 
 #endif

@@ -9,7 +9,7 @@
 
 static const char *const mode_names[RF_MODE_COUNT] = {"procs", "streams", "batched"};
 static const char *const kind_names[RF_OP_COUNT] = {"h2d", "d2h", "h2d2d", "h2dbatch", "gather",
-                                                    "hbm", "compute", "spin", "sync", "host"};
+                                                    "hbm", "compute", "spin", "sync", "host", "gemm"};
 
 const char *rf_mode_name(int mode) { return mode >= 0 && mode < RF_MODE_COUNT ? mode_names[mode] : "?"; }
 const char *rf_kind_name(int kind) { return kind >= 0 && kind < RF_OP_COUNT ? kind_names[kind] : "?"; }
@@ -128,6 +128,7 @@ static int key_allowed(int kind, const char *key)
     if (kind == RF_OP_HBM) return !strcmp(key, "bytes");
     if (kind == RF_OP_COMPUTE) return !strcmp(key, "flops");
     if (kind == RF_OP_SPIN || kind == RF_OP_HOST) return !strcmp(key, "us");
+    if (kind == RF_OP_GEMM) return !strcmp(key, "m") || !strcmp(key, "n") || !strcmp(key, "k");
     return 0;
 }
 
@@ -165,12 +166,12 @@ static int parse_op(ctx_t *c, char **tok, int nt, rf_session_t *s)
     if (s->n_ops == RF_MAX_OPS) return fail(c, "more than %d ops in a session", RF_MAX_OPS);
     int kind = rf_kind_find(tok[2]);
     if (kind < 0)
-        return fail(c, "op kind '%s' unknown (h2d, d2h, h2d2d, h2dbatch, gather, hbm, compute, spin, sync, host)", tok[2]);
+        return fail(c, "op kind '%s' unknown (h2d, d2h, h2d2d, h2dbatch, gather, hbm, compute, spin, sync, host, gemm)", tok[2]);
     rf_op_t *o = &s->ops[s->n_ops];
     memset(o, 0, sizeof *o);
     o->kind = (rf_kind_t)kind;
     unsigned seen = 0;
-    static const char *const keys[] = {"stream", "after", "pieces", "piece_bytes", "span", "bytes", "flops", "us"};
+    static const char *const keys[] = {"stream", "after", "pieces", "piece_bytes", "span", "bytes", "flops", "us", "m", "n", "k"};
     for (int t = 3; t < nt; t++) {
         char *eq = strchr(tok[t], '=');
         if (!eq) return fail(c, "op %s: '%s' is not key=value", tok[2], tok[t]);
@@ -194,6 +195,9 @@ static int parse_op(ctx_t *c, char **tok, int nt, rf_session_t *s)
         case 5: if (num(c, k, v, 1, 64ull << 30, &o->bytes)) return -1; break;
         case 6: if (num(c, k, v, 1, 1000000000000000ull, &o->flops)) return -1; break;
         case 7: if (num(c, k, v, 0, 10000000, &o->us)) return -1; break;
+        case 8: if (num(c, k, v, 1, RF_MAX_GEMM_DIM, &o->m)) return -1; break;
+        case 9: if (num(c, k, v, 1, RF_MAX_GEMM_DIM, &o->n)) return -1; break;
+        case 10: if (num(c, k, v, 1, RF_MAX_GEMM_DIM, &o->k)) return -1; break;
         }
     }
     static const char *const need_transfer[] = {"pieces", "piece_bytes", "span"};
@@ -212,6 +216,10 @@ static int parse_op(ctx_t *c, char **tok, int nt, rf_session_t *s)
         return fail(c, "op compute: key 'flops' missing");
     } else if ((kind == RF_OP_SPIN || kind == RF_OP_HOST) && !(seen & (1u << 7))) {
         return fail(c, "op %s: key 'us' missing", tok[2]);
+    } else if (kind == RF_OP_GEMM) {
+        static const char *const need_gemm[] = {"m", "n", "k"};
+        for (int j = 0; j < 3; j++)
+            if (!(seen & (1u << (8 + j)))) return fail(c, "op gemm: key '%s' missing", need_gemm[j]);
     }
     s->n_ops++;
     return 0;
@@ -419,6 +427,9 @@ int rf_write(FILE *f, const rf_workload_t *w)
                 fprintf(f, " flops=%llu", (unsigned long long)o->flops);
             else if (o->kind == RF_OP_SPIN || o->kind == RF_OP_HOST)
                 fprintf(f, " us=%llu", (unsigned long long)o->us);
+            else if (o->kind == RF_OP_GEMM)
+                fprintf(f, " m=%llu n=%llu k=%llu", (unsigned long long)o->m, (unsigned long long)o->n,
+                        (unsigned long long)o->k);
             fputc('\n', f);
         }
     }
@@ -430,7 +441,7 @@ static int op_equal(const rf_op_t *a, const rf_op_t *b)
 {
     if (a->kind != b->kind || a->stream != b->stream || a->n_after != b->n_after || a->pieces != b->pieces ||
         a->piece_bytes != b->piece_bytes || a->span_bytes != b->span_bytes || a->bytes != b->bytes ||
-        a->flops != b->flops || a->us != b->us)
+        a->flops != b->flops || a->us != b->us || a->m != b->m || a->n != b->n || a->k != b->k)
         return 0;
     for (uint32_t k = 0; k < a->n_after; k++)
         if (a->after[k] != b->after[k]) return 0;

@@ -17,11 +17,12 @@ extern "C" {
 
 #define RF_VERSION 1
 #define RF_MAX_SESSIONS 16
-#define RF_MAX_OPS 512       /* ops per session */
+#define RF_MAX_OPS 2048      /* ops per session (a built-in method's step of 36+ layers) */
 #define RF_MAX_STREAMS 8     /* streams per session */
 #define RF_MAX_AFTER 8       /* `after` ids per op */
 #define RF_MAX_LINE 4095
 #define RF_NAME_MAX 63
+#define RF_MAX_GEMM_DIM 65536 /* m, n and k of a gemm op */
 #define RF_MAX_REGION_BYTES (64ull << 30)
 #define RF_MAX_TOTAL_REGION_BYTES (100ull << 30)
 
@@ -38,6 +39,7 @@ typedef enum {
     RF_OP_SPIN,      /* one-block kernel of `us` µs */
     RF_OP_SYNC,      /* host waits for the session's ops so far */
     RF_OP_HOST,      /* host thread busy `us` µs */
+    RF_OP_GEMM,      /* one cuBLAS GEMM, BF16 m×k by k×n, FP32 accumulate */
     RF_OP_COUNT
 } rf_kind_t;
 
@@ -50,6 +52,7 @@ typedef struct rf_op {
     uint64_t bytes;                  /* hbm */
     uint64_t flops;                  /* compute */
     uint64_t us;                     /* spin, host */
+    uint64_t m, n, k;                /* gemm */
 } rf_op_t;
 
 typedef struct rf_session {

@@ -130,3 +130,15 @@ double kb_fma_expect(uint64_t flops, int blocks, int b)
     }
     return sum;
 }
+
+__global__ void fill_u16_kernel(uint16_t *p, uint64_t n, uint16_t v)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+void kb_fill_u16(uint16_t *p, uint64_t n, uint16_t v, int blocks, cudaStream_t s)
+{
+    fill_u16_kernel<<<blocks, RK_THREADS, 0, s>>>(p, n, v);
+    CKL();
+}

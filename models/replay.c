@@ -50,6 +50,7 @@ uint32_t replay_plan_op(const replay_prov_t *p, uint32_t i) { return i < p->s.n_
 static double device_bytes(const rf_op_t *o)
 {
     if (rf_kind_is_transfer((int)o->kind)) return (double)o->pieces * (double)o->piece_bytes;
+    if (o->kind == RF_OP_GEMM) return 2.0 * ((double)o->m * o->k + (double)o->k * o->n + (double)o->m * o->n);
     return o->kind == RF_OP_HBM ? (double)o->bytes : 0;
 }
 
@@ -171,6 +172,20 @@ static int add_op(step_b_t *b, uint32_t i)
         op.flops = (double)ro->flops;
         if (rc) return err_prefix(b->e, "op %u (compute)", i);
         return add(b, &op, ro, id);
+    case RF_OP_GEMM: {
+        /* the projections' form at batch 1: weights k·n and activations m·(k + n) in BF16, 2·m·n·k
+         * FLOPs; a replay has no batch to merge, so the cost is fixed (no cost_fn to outlive) */
+        double m = (double)ro->m, n = (double)ro->n, k = (double)ro->k;
+        cost_gemm_t g;
+        cost_gemm_init(c, 2.0 * k * n, 2.0 * (k + n), 2.0 * k * n, m, 1, LLM_BF16, &g);
+        op = op_new(OPKIND_GEMM, ro->stream);
+        cost_gemm_op(c, pa, &g, &op);
+        op.cost_fn = NULL;
+        op.cost_model = NULL;
+        op.bytes_hbm = op.cost.work;
+        op.flops = 2.0 * m * n * k;
+        return add(b, &op, ro, id);
+    }
     case RF_OP_SPIN:
         op = op_new(OPKIND_SPIN, ro->stream);
         op.exec = PLAN_EXEC_GPU;

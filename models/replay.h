@@ -18,6 +18,9 @@
  *                                       (kernel_mem_eff·hbm); launch_us
  *   compute    FP32 compute kernel      cost_compute_fp32: kernel_latency + flops / fp32_TFLOPS over
  *                                       the SMs; launch_us
+ *   gemm       GEMM kernel              cost_gemm_op at batch 1: gemm_latency + max(2·(kn + m(k + n))
+ *                                       / (gemm_mem_eff·hbm), 2mnk / (gemm_compute_eff·bf16 peak));
+ *                                       launch_us
  *   spin       GPU op, no work          its `us` as fixed time; launch_us
  *   host       host op (CPU)            no work; its launch holds the launch thread `us`
  *   sync       —                        the next op is host_sync, after every op issued before it

@@ -13,6 +13,9 @@ static const wlgen_set_t sets[] = {
     {"random", "rsealed", 240, 2000000, true},
 };
 
+/* the most ops a generated session may have: the format's limit when the sets were drawn (declared in
+ * `odsim params`, so it stays whatever RF_MAX_OPS becomes) */
+#define WLGEN_MAX_OPS 512
 #define P(k, t, f, d, lo, hi, doc) {k, t, offsetof(wlgen_params_t, f), d, lo, hi, NULL, doc}
 static const cfg_param_t table[] = {
     P("sessions_mid_max", CFG_T_INT, sessions_mid_max, "4", 2, 15,
@@ -28,8 +31,8 @@ static const cfg_param_t table[] = {
     P("sync_prob_long", CFG_T_DOUBLE, sync_prob_long, "0.3", 0, 1,
       "probability that a session of a long workload has a sync inside its step (short ones always do)"),
     P("streams_max", CFG_T_INT, streams_max, "4", 1, RF_MAX_STREAMS, "a session's streams: uniform 1..this"),
-    P("ops_min", CFG_T_INT, ops_min, "2", 1, RF_MAX_OPS, "a session's ops: uniform ops_min..ops_max"),
-    P("ops_max", CFG_T_INT, ops_max, "24", 1, RF_MAX_OPS,
+    P("ops_min", CFG_T_INT, ops_min, "2", 1, WLGEN_MAX_OPS, "a session's ops: uniform ops_min..ops_max"),
+    P("ops_max", CFG_T_INT, ops_max, "24", 1, WLGEN_MAX_OPS,
       "the most ops of a session (3 at least where a sync must lie inside)"),
     P("op_min_share", CFG_T_SECONDS, op_min_share_s, "10us", 1e-7, 1,
       "a session has at most its share of the target / this ops (ops_min at least): no op far below an API call"),

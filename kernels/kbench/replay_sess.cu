@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <cublas_v2.h>
 #include "kb.h"
 #include "kern.h"
 #include "hostmem.h"
@@ -11,6 +12,7 @@
 
 #define RP_HBM_FILL 0x5a          /* every byte of an hbm op's buffer */
 #define RP_FMA_TOL 1e-3           /* compute check: relative error of a block's sum */
+#define RP_BF16_ONE 0x3f80        /* a gemm op's inputs: every element 1.0, so C = k everywhere */
 
 typedef struct {
     const rf_op_t *o;
@@ -20,7 +22,9 @@ typedef struct {
     void **bdst;                  /* h2dbatch: the batch's pointer and size arrays */
     const void **bsrc;
     size_t *bsize;
-    void *out;                    /* hbm: unsigned long long per block; compute: float per block */
+    void *out;                    /* hbm: unsigned long long per block; compute: float per block;
+                                   * gemm: C, m x n BF16 (column-major) */
+    uint16_t *ga, *gb;            /* gemm: A (m x k) and B (k x n), BF16, column-major */
     cudaEvent_t done;             /* recorded after the op when a later op waits for it */
 } rp_op_t;
 
@@ -34,6 +38,7 @@ struct rp_sess {
     int blocks;                   /* of 256 threads for gathers and kernels: 4 per SM */
     unsigned used;                /* bit k: stream k issued on since the last sync */
     cudaStream_t st[RF_MAX_STREAMS];
+    cublasHandle_t blas;          /* made when an op is a gemm; bound to the op's stream per call */
     rp_op_t *ops;
 };
 
@@ -99,6 +104,8 @@ static uint64_t dev_need(const rp_sess_t *S)
             n += o->pieces * o->piece_bytes + (o->kind == RF_OP_GATHER ? o->pieces * 8 : 0);
         else if (o->kind == RF_OP_HBM)
             n += o->bytes;
+        else if (o->kind == RF_OP_GEMM)
+            n += 2 * (o->m * o->k + o->k * o->n + o->m * o->n);
     }
     return n;
 }
@@ -163,6 +170,15 @@ static int setup_op(rp_sess_t *S, uint32_t i, int max_pitch)
     }
     if (o->kind == RF_OP_HBM || o->kind == RF_OP_COMPUTE)
         return dev_alloc(S, i, &x->out, (size_t)S->blocks * 8);
+    if (o->kind == RF_OP_GEMM) {
+        if (!S->blas && cublasCreate(&S->blas) != CUBLAS_STATUS_SUCCESS)
+            return sess_fail(S, "op %u (gemm): cublasCreate failed", i);
+        if (dev_alloc(S, i, (void **)&x->ga, o->m * o->k * 2) || dev_alloc(S, i, (void **)&x->gb, o->k * o->n * 2) ||
+            dev_alloc(S, i, &x->out, o->m * o->n * 2))
+            return -1;
+        kb_fill_u16(x->ga, o->m * o->k, RP_BF16_ONE, S->blocks, S->st[o->stream]);
+        kb_fill_u16(x->gb, o->k * o->n, RP_BF16_ONE, S->blocks, S->st[o->stream]);
+    }
     return 0;
 }
 
@@ -216,7 +232,7 @@ void rp_sess_free(rp_sess_t *S)
     CK(cudaDeviceSynchronize());
     for (uint32_t i = 0; S->ops && i < S->s->n_ops; i++) {
         rp_op_t *x = &S->ops[i];
-        void *dbufs[] = {x->dev, x->doff, x->out};
+        void *dbufs[] = {x->dev, x->doff, x->out, x->ga, x->gb};
         for (size_t k = 0; k < sizeof dbufs / sizeof dbufs[0]; k++)
             if (dbufs[k])
                 CK(cudaFree(dbufs[k]));
@@ -227,6 +243,8 @@ void rp_sess_free(rp_sess_t *S)
         if (x->done)
             CK(cudaEventDestroy(x->done));
     }
+    if (S->blas)
+        cublasDestroy(S->blas);
     for (int k = 0; k < RF_MAX_STREAMS; k++)
         if (S->st[k])
             CK(cudaStreamDestroy(S->st[k]));
@@ -274,6 +292,17 @@ static void launch(rp_sess_t *S, rp_op_t *x, cudaStream_t st)
     case RF_OP_SPIN:
         kb_spin((double)o->us, st);
         break;
+    case RF_OP_GEMM: {
+        /* C (m x n) = A (m x k) B (k x n), BF16 in and out, FP32 accumulate, as kbench's gemm suite */
+        float alpha = 1.0f, beta = 0.0f;
+        int m = (int)o->m, n = (int)o->n, k = (int)o->k;
+        if (cublasSetStream(S->blas, st) != CUBLAS_STATUS_SUCCESS ||
+            cublasGemmEx(S->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, x->ga, CUDA_R_16BF, m, x->gb,
+                         CUDA_R_16BF, k, &beta, x->out, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+            kb_die("cublasGemmEx failed", __FILE__, __LINE__);
+        break;
+    }
     default:
         break;
     }
@@ -431,6 +460,32 @@ static int check_compute(rp_sess_t *S, uint32_t i)
     return rc;
 }
 
+/* The BF16 bits of k, rounded to nearest even from FP32 (exact: k ≤ 65536 < 2^24). */
+static uint16_t bf16_of(uint64_t k)
+{
+    float f = (float)k;
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return (uint16_t)((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+}
+
+/* gemm: inputs all 1.0, so every element of C is k (in BF16); the first and last are read back. */
+static int check_gemm(rp_sess_t *S, uint32_t i)
+{
+    rp_op_t *x = &S->ops[i];
+    const rf_op_t *o = x->o;
+    CK(cudaMemsetAsync(x->out, 0, o->m * o->n * 2, S->st[o->stream]));
+    run_alone(S, x);
+    uint16_t c[2], want = bf16_of(o->k);
+    CK(cudaMemcpy(&c[0], x->out, 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&c[1], (uint16_t *)x->out + (o->m * o->n - 1), 2, cudaMemcpyDeviceToHost));
+    for (int q = 0; q < 2; q++)
+        if (c[q] != want)
+            return check_fail(S, i, "C's %s element has BF16 bits 0x%04x, expected 0x%04x (k = %llu)",
+                              q ? "last" : "first", c[q], want, (unsigned long long)o->k);
+    return 0;
+}
+
 int rp_sess_check(rp_sess_t *S)
 {
     uint64_t max_b = 0;
@@ -457,6 +512,9 @@ int rp_sess_check(rp_sess_t *S)
             break;
         case RF_OP_COMPUTE:
             rc = check_compute(S, i);
+            break;
+        case RF_OP_GEMM:
+            rc = check_gemm(S, i);
             break;
         default:
             break;

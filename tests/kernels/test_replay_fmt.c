@@ -27,6 +27,20 @@ static void refused(const char *text, const char *prefix, const char *what)
     free(w);
 }
 
+/* w written by rf_write, parsed back into back and equal to w; returns the text (free it). */
+static char *written_and_read_back(const rf_workload_t *w, rf_workload_t *back)
+{
+    char *buf = NULL, err[512] = "";
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    cr_assert(f);
+    cr_assert_eq(rf_write(f, w), 0);
+    fclose(f);
+    cr_assert_eq(rf_parse(buf, n, "mem", back, err, sizeof err), 0, "%s\n%s", err, buf);
+    cr_assert(rf_equal(w, back), "%s", buf);
+    return buf;
+}
+
 Test(replay_fmt, reads_writes_and_reads_back)
 {
     const char *text = HEAD "idle_us 250\n"
@@ -58,14 +72,7 @@ Test(replay_fmt, reads_writes_and_reads_back)
                   (unsigned long long)off);
     }
 
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    cr_assert(f);
-    cr_assert_eq(rf_write(f, w), 0);
-    fclose(f);
-    cr_assert_eq(rf_parse(buf, n, "mem", back, err, sizeof err), 0, "%s\n%s", err, buf);
-    cr_assert(rf_equal(w, back), "%s", buf);
+    char *buf = written_and_read_back(w, back);
     back->sessions[0].ops[3].us = 8;
     cr_assert(!rf_equal(w, back));
     free(buf);
@@ -83,6 +90,30 @@ Test(replay_fmt, numbers_up_to_2_pow_53)
     cr_assert_eq(w->seed, 9007199254740992ull);
     free(w);
     refused("odsim-replay 1\nworkload t\nmode procs\nwindow_ms 100\nseed 9007199254740993\n", "t.replay:5:", "2^53");
+}
+
+Test(replay_fmt, gemm_read_written_and_bounded)
+{
+    const char *text = HEAD "op 0 gemm m=1 n=65536 k=4096\nop 1 gemm stream=3 after=0 k=1 n=1 m=65536\nend\n";
+    rf_workload_t *w = alloc_w(), *back = alloc_w();
+    char err[512] = "";
+    cr_assert_eq(rf_parse(text, strlen(text), "t.replay", w, err, sizeof err), 0, "%s", err);
+    const rf_op_t *o = &w->sessions[0].ops[1];
+    cr_assert_eq(o->kind, RF_OP_GEMM);
+    cr_assert(o->m == 65536 && o->n == 1 && o->k == 1 && o->stream == 3 && o->n_after == 1);
+    cr_assert(!rf_kind_is_transfer(RF_OP_GEMM));
+    char *buf = written_and_read_back(w, back);
+    cr_assert(strstr(buf, "op 1 gemm stream=3 after=0 m=65536 n=1 k=1\n"), "%s", buf);
+    back->sessions[0].ops[0].k = 4095;
+    cr_assert(!rf_equal(w, back));
+    free(buf);
+    free(w);
+    free(back);
+    refused(HEAD "op 0 gemm m=0 n=1 k=1\nend\n", "t.replay:7:", "out of range");
+    refused(HEAD "op 0 gemm m=1 n=65537 k=1\nend\n", "t.replay:7:", "out of range");
+    refused(HEAD "op 0 gemm m=1 n=1\nend\n", "t.replay:7:", "'k' missing");
+    refused(HEAD "op 0 gemm m=1 n=1 k=1 bytes=4\nend\n", "t.replay:7:", "bytes");
+    refused(HEAD "op 0 hbm bytes=4 m=1\nend\n", "t.replay:7:", "'m'");
 }
 
 Test(replay_fmt, refuses_broken_inputs_naming_file_and_line)
