@@ -7,7 +7,7 @@
 # the random_dev group with its strata, and compares each session's row and the aggregate with
 # `odsim replay`'s figures; a wrong hash is an error naming the CSV's file and line. The exclusion
 # rule: a session row with fewer steps than min_steps is excluded and named; a workload of the set
-# without rows is a failed case.
+# without rows is named in a note (not measured yet, or kbench failed on it), never a case.
 set -u
 cd "${ODSIM_ROOT:-.}"
 odsim=./build/rel/odsim
@@ -79,7 +79,8 @@ echo "replay: a wrong workload_fnv names replay.csv:5"
 csv "$fnv" 7 > "$tmp/data/h200/replay.csv"
 sed 's/rdev-9000/rdev-9001/' "$wl" > "$tmp/wl/random_dev/rdev-9001.replay"
 out=$($odsim validate "$tmp/data/h200" --workloads "$tmp/wl" 2>&1); rc=$?
-[ $rc -eq 1 ] && grep -qF "replay.csv:6: excluded as unstable: rdev-9000 session 1 measured 7 steps, fewer than its min_steps 10" <<<"$out" \
-  && grep -q "^random_dev .*rdev-9001.replay:0 .*session_step" <<<"$out" && grep -qF "no measured row" <<<"$out" \
-  && grep -q "^random_dev  *3  *1 " <<<"$out" || { echo "FAIL: the exclusion rule ($rc): $out"; exit 1; }
-echo "replay: an unstable session row excluded, a workload without rows failed"
+[ $rc -eq 0 ] && grep -qF "replay.csv:6: excluded as unstable: rdev-9000 session 1 measured 7 steps, fewer than its min_steps 10" <<<"$out" \
+  && ! grep -q "^random_dev .*rdev-9001" <<<"$out" \
+  && grep -qF "note: random_dev: 1 workload(s) have no measured row (not measured yet, or kbench replay failed on them: its log says which), e.g. rdev-9001" <<<"$out" \
+  && grep -q "^random_dev  *2  *0 " <<<"$out" || { echo "FAIL: the exclusion rule ($rc): $out"; exit 1; }
+echo "replay: an unstable session row excluded, a workload without rows named as unmeasured"

@@ -87,7 +87,11 @@ static void beyond_bounds(json_t *summary, char *bad, size_t n_bad)
          * (kernels/attn_prefill.cu), which odsim does not price yet (prefill_dev 83.5% median, 92.1%
          * max: odsim validate validation/data/h200 --group prefill_dev); every case must still be
          * predicted */
-        bool open = !strcmp(name, "prefill_dev");
+        /* issue 34, open: the random replay workloads (code not written to kbench's shape) are
+         * odsim's development group for the sharing rules it lacks (random_dev 53.3% median, 269%
+         * max over its first nine workloads: single sessions within 15%, several sessions off by
+         * 26-72% median; odsim validate validation/data/h200 --group random_dev) */
+        bool open = !strcmp(name, "prefill_dev") || !strcmp(name, "random_dev");
         bool ok = failed == 0 && (open || (json_is_number(med) && json_is_number(mx) &&
                                            json_number_value(med) <= GUARD_MEDIAN_PCT && json_number_value(mx) <= GUARD_MAX_PCT));
         if (ok || used >= n_bad) continue;
