@@ -879,9 +879,25 @@ int cfg_check_consumed(const cfg_node_t *map, err_t *e)
     return ERR_OK;
 }
 
+static cfg_params_receiver describe_fn;
+static void *describe_arg;
+
+void cfg_params_receive(cfg_params_receiver fn, void *arg)
+{
+    describe_fn = fn;
+    describe_arg = arg;
+}
+
+static const char *const tname[] = {"number", "integer", "bool", "text", "choice", "bytes", "seconds", "map"};
+
+const char *cfg_type_name(cfg_type_t t) { return (unsigned)t < sizeof tname / sizeof *tname ? tname[t] : "?"; }
+
 void cfg_params_describe(FILE *fp, const char *section, const cfg_param_t *params, size_t n)
 {
-    static const char *const tname[] = {"number", "integer", "bool", "text", "choice", "bytes", "seconds", "map"};
+    if (describe_fn) {
+        describe_fn(describe_arg, section, params, n);
+        return;
+    }
     fprintf(fp, "%s:\n", section);
     for (size_t i = 0; i < n; i++) {
         const cfg_param_t *p = &params[i];

@@ -152,6 +152,13 @@ int cfg_check_consumed(const cfg_node_t *map, err_t *e);
  * documentation users read with `odsim params`. */
 void cfg_params_describe(FILE *fp, const char *section, const cfg_param_t *params, size_t n);
 
+/* While set (fn not NULL), cfg_params_describe hands each section's table to fn instead of printing
+ * it (`odsim params --json` collects them); NULL restores printing. One caller at a time. */
+typedef void (*cfg_params_receiver)(void *arg, const char *section, const cfg_param_t *params, size_t n);
+void cfg_params_receive(cfg_params_receiver fn, void *arg);
+/* The type's name as `odsim params` prints it (number, integer, bool, text, choice, bytes, seconds, map). */
+const char *cfg_type_name(cfg_type_t t);
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
 /* Writes n as block YAML to fp, keys in document order, indented by `indent` spaces. Scalars are

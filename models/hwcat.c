@@ -641,6 +641,13 @@ static void describe(FILE *fp, const char *title, const hw_param_def_t *d, size_
                 d[i].min_excl ? ">" : ">=", d[i].min, d[i].doc);
 }
 
+void hwcat_describe_each(void (*fn)(void *arg, const char *file, const hw_param_def_t *def, bool checked), void *arg)
+{
+    for (int k = 0; k < HW_KIND_COUNT; k++)
+        for (size_t i = 0; i < schemas[k].n; i++) fn(arg, schemas[k].file, &schemas[k].defs[i], true);
+    for (size_t i = 0; i < cost_param_count; i++) fn(arg, "gpus.yaml costs", &cost_param_defs[i], false);
+}
+
 void hwcat_describe(FILE *fp)
 {
     for (int k = 0; k < HW_KIND_COUNT; k++) describe(fp, schemas[k].file, schemas[k].defs, schemas[k].n, true);

@@ -132,5 +132,8 @@ bool hwcat_param_is_text(const char *key);
 
 /* Describes every catalog parameter (key, unit, required, range, meaning) to fp. */
 void hwcat_describe(FILE *fp);
+/* Calls fn for every catalog parameter, by file ("gpus.yaml", ..., then the GPU presets' cost
+ * parameters under "gpus.yaml costs"), in hwcat_describe's order. */
+void hwcat_describe_each(void (*fn)(void *arg, const char *file, const hw_param_def_t *def, bool checked), void *arg);
 
 #endif
