@@ -1,6 +1,7 @@
 /* Messages and option helpers shared by the commands. */
 #include "cli/cmd.h"
 #include "cli/par.h"
+#include "common/cfg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +38,20 @@ int cmd_parse_long(const char *s, long lo, long hi, long *out)
     char *end;
     long v = strtol(s, &end, 10);
     if (!*s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_parse_count(const char *s, long long lo, long long hi, long long *out)
+{
+    cfg_doc_t *doc = NULL;
+    err_t e;
+    int64_t v = 0;
+    /* a flow scalar only: a value that YAML would read as a map, list or document is no count */
+    int rc = !*s || strpbrk(s, ":{}[],#&*!|>'\"%@`\n") ? -1 : cfg_parse_string("count", s, strlen(s), &doc, &e);
+    if (!rc) rc = cfg_int64(cfg_root(doc), &v, &e);
+    cfg_free(doc);
+    if (rc || v < lo || v > hi) return -1;
     *out = v;
     return 0;
 }

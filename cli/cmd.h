@@ -23,5 +23,8 @@ int cmd_usage_error(const cmd_t *c, const char *fmt, ...) __attribute__((format(
 int cmd_is_help(const char *s);
 /* Parses s as a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched). */
 int cmd_parse_long(const char *s, long lo, long hi, long *out);
+/* Parses s as a count by the scenarios' rule (common/cfg.h cfg_int64: k, M, G decimal; Ki, Mi, Gi
+ * binary: 1M = 1000000, 1Mi = 1048576) in [lo, hi] into *out; returns 0, or -1 (out untouched). */
+int cmd_parse_count(const char *s, long long lo, long long hi, long long *out);
 
 #endif

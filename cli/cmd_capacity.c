@@ -182,18 +182,6 @@ static int unpack_point(const char *buf, size_t len, cap_point_t *cp, err_t *e)
 
 #define QUICK_TEMPLATE "scenarios/capacity_quick.yaml"
 
-/* The quick form's context, read by the scenarios' integer rule (k, M, G decimal; Ki, Mi, Gi binary). */
-static int quick_context(const char *text, int64_t *out)
-{
-    cfg_doc_t *doc = NULL;
-    err_t e;
-    int rc = cfg_parse_string("--context", text, strlen(text), &doc, &e);
-    if (!rc) rc = cfg_int64(cfg_root(doc), out, &e);
-    cfg_free(doc);
-    if (!rc && (*out < 4096 || *out > (int64_t)1 << 32)) rc = ERR_RANGE;
-    return rc;
-}
-
 /* Appends "key=value" to a->quick_sets and a->sets. */
 static int quick_add(cap_args_t *a, size_t *used, const char *key, const char *value)
 {
@@ -211,8 +199,8 @@ static int quick_sets(cap_args_t *a)
 {
     if (!a->box || !a->model || !a->method || !a->context)
         return cmd_usage_error(&cmd_capacity, "the quick form needs --box, --model, --method and --context");
-    int64_t ctx;
-    if (quick_context(a->context, &ctx))
+    long long ctx;
+    if (cmd_parse_count(a->context, 4096, 1LL << 32, &ctx))
         return cmd_usage_error(&cmd_capacity, "--context %s: expected a token count from 4096 to 4Gi (e.g. 1M, 1Mi)", a->context);
     size_t cap = 1024 + strlen(a->box) + strlen(a->model) + strlen(a->method) + (a->slo ? 2 * strlen(a->slo) : 0) +
                  (a->budget ? strlen(a->budget) : 0) + (a->k ? strlen(a->k) : 0);

@@ -61,16 +61,12 @@ static const opt_t opts[] = {
 #undef O
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
-/* A count with an optional k or M suffix, at most max. */
+/* A count by the scenarios' rule (cmd_parse_count: 1M = 10^6, 1Mi = 2^20), at most max. */
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    double mult = 1;
-    if (*end == 'k' || *end == 'K') mult = 1024, end++;
-    else if (*end == 'M') mult = 1048576, end++;
-    if (end == s || *end || !(v >= 0) || !(v * mult <= (double)max)) return -1;
-    *out = (uint64_t)(v * mult);
+    long long v;
+    if (cmd_parse_count(s, 0, (long long)max, &v)) return -1;
+    *out = (uint64_t)v;
     return 0;
 }
 
@@ -623,7 +619,7 @@ const cmd_t cmd_plan = {
     "usage: odsim plan --model M --method X --context N [options] [--json]\n"
     "  --model M          LLM shape (models/catalog/llms.yaml): qwen3-8b, llama-3.1-8b, qwen2.5-7b, ...\n"
     "  --method X         an attention method (`odsim params method` lists them)\n"
-    "  --context N        tokens already in the context (k and M suffixes: 1M = 1048576)\n"
+    "  --context N        tokens already in the context (the scenarios' suffixes: 1M = 10^6, 1Mi = 2^20)\n"
     "  --budget B         index bits read per token per KV head, scales included\n"
     "  --k K              selected tokens          --page P     landmark page tokens (8 or 16)\n"
     "  --chunk T          flushed chunk tokens     --window W   dense HBM window tokens (default 0)\n"

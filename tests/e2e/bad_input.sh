@@ -60,15 +60,15 @@ sed 's/^# runtime: firecracker/# runtime: gvisor/' validation/data/h200/whole.cs
 expect 1 "measured under gvisor, the fit set under firecracker" -- $odsim validate "$tmp/gv/h200" --group whole_dev
 expect 2 "--repeat needs a value" -- $odsim validate validation/data/h200 --repeat
 # a method the model cannot resolve: its message, not a crash (the provider once freed an unset pointer)
-expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32K --method pertoken --layout page
-expect 1 "a plane-scan kernel of Fathom's, not sparq's" -- $odsim plan --model qwen3-8b --context 32K --method sparq --plane-scan token_per_thread
-expect 2 "use --plane-scan" -- $odsim plan --model qwen3-8b --context 32K --method fathom --scan-kernel v1
+expect 1 "needs page-granular selection" -- $odsim plan --model qwen3-8b --context 32Ki --method pertoken --layout page
+expect 1 "a plane-scan kernel of Fathom's, not sparq's" -- $odsim plan --model qwen3-8b --context 32Ki --method sparq --plane-scan token_per_thread
+expect 2 "use --plane-scan" -- $odsim plan --model qwen3-8b --context 32Ki --method fathom --scan-kernel v1
 # k above the offloaded context: the plan fetches every token and says so
 expect 0 "note: k 4096 selects all 2048 offloaded tokens" -- $odsim plan --model qwen3-8b --context 3000 --k 4096 --method fathom
 expect 0 "note: k 4096 selects all 3000 offloaded tokens" -- $odsim plan --model qwen3-8b --context 4000 --window 1000 --k 4096 --method sparq
 # a context past what a plan's counts hold once overflowed them and printed nonsense
 expect 2 "--context 1e15: expected a token count of at most 4294967296 (4Gi)" -- $odsim plan --model qwen3-8b --context 1e15 --method fathom
-expect 2 "--context 4097M: expected a token count" -- $odsim plan --model qwen3-8b --context 4097M --method fathom
+expect 2 "--context 4097Mi: expected a token count" -- $odsim plan --model qwen3-8b --context 4097Mi --method fathom
 printf 'hardware: {box: h200-1}\nmethod: {method: fathom, keys: kbench}\n' > "$tmp/keys.yaml"
 expect 1 "key 'method.keys': removed: use key_variances" -- $odsim run "$tmp/keys.yaml"
 # outputs refused before any work: fit's profile and validate's --out

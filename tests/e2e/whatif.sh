@@ -25,13 +25,13 @@ probe_yaml() {
 }
 links="pcie3 pcie4 pcie5 pcie6 c2c"
 for m in $methods; do
-  $odsim plan --model qwen3-8b --method $m --context 1M --json > "$tmp/default.json"
-  $odsim plan --model qwen3-8b --method $m --context 1M --calib models/calib/h200.yaml --json > "$tmp/h200.json"
+  $odsim plan --model qwen3-8b --method $m --context 1Mi --json > "$tmp/default.json"
+  $odsim plan --model qwen3-8b --method $m --context 1Mi --calib models/calib/h200.yaml --json > "$tmp/h200.json"
   cmp -s "$tmp/default.json" "$tmp/h200.json" || { echo "plan $m: default calibration is not models/calib/h200.yaml"; exit 1; }
-  (cd "$tmp" && ODSIM_ROOT=$root $odsim plan --model qwen3-8b --method $m --context 1M --json > "$tmp/elsewhere.json")
+  (cd "$tmp" && ODSIM_ROOT=$root $odsim plan --model qwen3-8b --method $m --context 1Mi --json > "$tmp/elsewhere.json")
   cmp -s "$tmp/default.json" "$tmp/elsewhere.json" || { echo "plan $m: another directory finds other data"; exit 1; }
   cp "$tmp/default.json" "$tmp/own-$m.json"
-  for l in $links; do $odsim plan --model qwen3-8b --method $m --context 1M --link $l --json > "$tmp/$m-$l.json"; done
+  for l in $links; do $odsim plan --model qwen3-8b --method $m --context 1Mi --link $l --json > "$tmp/$m-$l.json"; done
 done
 echo "plan: the default calibration is models/calib/h200.yaml, from any directory"
 
@@ -39,12 +39,12 @@ echo "plan: the default calibration is models/calib/h200.yaml, from any director
 grep -v -e '^platform:' -e '^  gpu: ' -e '^  link: ' -e '^  host: ' -e '^  virtualisation: ' models/calib/h200.yaml > "$tmp/noplat.yaml"
 grep -q '^platform:' models/calib/h200.yaml || { echo "models/calib/h200.yaml declares no platform"; exit 1; }
 for m in $methods; do
-  $odsim plan --model qwen3-8b --method $m --context 1M --calib "$tmp/noplat.yaml" --json > "$tmp/noplat-$m.json"
+  $odsim plan --model qwen3-8b --method $m --context 1Mi --calib "$tmp/noplat.yaml" --json > "$tmp/noplat-$m.json"
 done
 for b in hgx-h200-8 hgx-h100-8 dgx-a100-8 l40s-4 gh200-1 hgx-b200-8; do
-  $odsim plan --model qwen3-8b --method dense --context 1M --hw $b --json > "$tmp/box-$b.json"
+  $odsim plan --model qwen3-8b --method dense --context 1Mi --hw $b --json > "$tmp/box-$b.json"
 done
-$odsim plan --model qwen3-8b --method fathom --context 1M --hw hgx-b200-8 --json > "$tmp/b200-fathom.json"
+$odsim plan --model qwen3-8b --method fathom --context 1Mi --hw hgx-b200-8 --json > "$tmp/b200-fathom.json"
 
 # plan --link L against a run of one session alone with hardware.link: L
 for l in $links; do
@@ -170,3 +170,12 @@ print(f"links: one rule (h2d/raw {base:.4f}); dense 1M step x bandwidth within 5
       f"own platform assumes nothing; b200 assumes {len(gpu_assumed)} H200 parameters; "
       f"spread_uplinks {spread*1e3:.1f} ms = alone {one*1e3:.1f} ms < round_robin {rr*1e3:.1f} ms")
 PY
+# One size rule on the command line and in YAML (the scenario reader's): 128k is 128000 for --context
+# as for --window, 1Mi is 2^20; an upper-case K is no suffix there, so not here either.
+read -r c w < <($odsim plan --model qwen3-8b --method fathom --context 128k --window 128k --json |
+  python3 -c "import json,sys; s=json.load(sys.stdin)['settings']; print(s['context_tokens'], s['window_tokens'])")
+[ "$c" = 128000 ] && [ "$w" = 128000 ] || { echo "FAIL: --context 128k --window 128k gave $c and $w"; exit 1; }
+c=$($odsim plan --model qwen3-8b --method fathom --context 1Mi --json | python3 -c "import json,sys; print(json.load(sys.stdin)['settings']['context_tokens'])")
+[ "$c" = 1048576 ] || { echo "FAIL: --context 1Mi gave $c"; exit 1; }
+if $odsim plan --model qwen3-8b --method fathom --context 32K > /dev/null 2>&1; then echo "FAIL: --context 32K accepted"; exit 1; fi
+echo "sizes: --context and --window read 128k as 128000 and 1Mi as 2^20, as the scenarios do"
