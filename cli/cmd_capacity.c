@@ -8,6 +8,7 @@
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
+#include "cli/study_assume.h"
 #include "cli/study_wire.h"
 #include "cli/par.h"
 #include "common/gnuplot.h"
@@ -277,10 +278,11 @@ static int parse_args(int argc, char **argv, cap_args_t *a)
     return a->scenario ? 0 : cmd_usage_error(&cmd_capacity, "no scenario given");
 }
 
-static json_t *point_json(const study_t *s, size_t i, const cap_point_t *cp)
+static json_t *point_json(const study_t *s, size_t i, const cap_point_t *cp, const study_assumptions_t *as)
 {
     json_t *o = json_pack("{s:s,s:I,s:s,s:I}", "point", study_point_label(s, i), "max_sessions", (json_int_t)cp->sessions,
                           "binding", cp->binding, "simulations", (json_int_t)cp->runs);
+    if (o) json_object_set_new(o, "assumptions", study_assumptions_json(as));
     if (o && cp->at) json_object_set_new(o, "at_capacity", report_json(s, i, cp->at));
     return o;
 }
@@ -378,6 +380,11 @@ static int capacity_main(int argc, char **argv)
     size_t n = s ? study_n_points(s) : 0;
     cap_point_t *cps = rc ? NULL : calloc(n, sizeof *cps);
     if (!rc && !cps) rc = cmd_fail("capacity", "out of memory");
+    /* assumed parameters first, as odsim run says them: each point's that move its one-step plan */
+    study_assumptions_t *as = rc ? NULL : calloc(n ? n : 1, sizeof *as);
+    if (!rc && !as) rc = cmd_fail("capacity", "out of memory");
+    for (size_t i = 0; !rc && i < n; i++)
+        if (study_assumptions_run(s, i, &as[i], &e)) rc = cmd_fail("capacity", "point %zu (%s): %s", i, study_point_label(s, i), e.msg);
     cap_units_t u = {s, &a};
     par_out_t *outs = rc || par_rank() ? NULL : calloc(n, sizeof *outs);
     if (!rc && !par_rank() && !outs) rc = cmd_fail("capacity", "out of memory");
@@ -396,13 +403,17 @@ static int capacity_main(int argc, char **argv)
     bool writes = !par_rank(); /* rank 0 writes everything */
     if (!rc && writes && a.json) {
         json_t *arr = json_array();
-        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, point_json(s, i, &cps[i]));
+        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, point_json(s, i, &cps[i], &as[i]));
         char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
         json_decref(arr);
         if (txt) puts(txt);
         else rc = cmd_fail("capacity", "out of memory");
         free(txt);
     } else if (!rc && writes) {
+        for (size_t i = 0; i < n; i++) {
+            if (as[i].n) printf("point %zu (%s): ", i, study_point_label(s, i));
+            study_assumptions_print(stdout, &as[i]);
+        }
         printf("odsim %s (%s): %s — closed population N, SLO met in >= 95%% of replications\n", ODSIM_VERSION, odsim_git_rev, a.scenario);
         if (a.quick)
             printf("quick form: %s, %s, %s; sessions join holding 3/4 of %s tokens (a reused prefix) and grow towards it;\n"
@@ -417,6 +428,8 @@ static int capacity_main(int argc, char **argv)
         free(cps[i].binding);
     }
     free(cps);
+    for (size_t i = 0; as && i < n; i++) study_assumptions_free(&as[i]);
+    free(as);
     study_free(s);
     free(a.sets);
     free(a.quick_sets);
