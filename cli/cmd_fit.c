@@ -1,6 +1,7 @@
 /* odsim fit — fits the calibration profile from measured kbench CSVs (validation/fit.h) and writes
  * it atomically. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,14 @@ static const char fit_usage[] =
     "  --profile NAME    profile name written in the file (default: <device>-fitted)\n"
     "  --plots DIR       also plot every fitted row against the fitted model: DIR/fit.{svg,png}\n"
     "                    (gnuplot; without it the data and script are written and a note says so)\n"
-    "  --quiet           no summary on stdout\n";
+    "  --quiet           no summary on stdout\n"
+    "  --json            the summary as one JSON document on stdout: {profile, rows: {fit, heldout, unused},\n"
+    "                    params: [{name, value, stderr, unit, lo, hi, origin}], residuals: [{name, n, rms_rel,\n"
+    "                    max_rel}], notes} (lo/hi null without a fitted range, stderr null when not determined)\n";
 
 typedef struct fit_args {
     const char *dir, *out, *heldout, *device, *catalog, *box, *profile, *plots, *seeds;
-    int quiet;
+    int quiet, json;
 } fit_args_t;
 
 static int fit_main(int argc, char **argv);
@@ -65,6 +69,8 @@ static int parse_args(int argc, char **argv, fit_args_t *a)
             *dst = argv[++i];
         } else if (!strcmp(s, "--quiet")) {
             a->quiet = 1;
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
         } else if (s[0] == '-') {
             return cmd_usage_error(&cmd_fit, "unknown option '%s'", s);
         } else if (!a->dir) {
@@ -97,6 +103,38 @@ static void print_summary(const fit_t *f)
     }
     if (fit_n_notes(f)) printf("\nnotes:\n");
     for (size_t i = 0; i < fit_n_notes(f); i++) printf("  - %s\n", fit_note_at(f, i));
+}
+
+static json_t *num_or_null(bool ok, double v) { return ok ? json_real(v) : json_null(); }
+
+/* print_summary's content as one JSON document. */
+static int print_json(const fit_t *f, const char *profile)
+{
+    size_t nf, nh, nu;
+    fit_row_counts(f, &nf, &nh, &nu);
+    json_t *params = json_array(), *resid = json_array(), *notes = json_array();
+    for (size_t i = 0; i < fit_n_params(f); i++) {
+        const fit_param_t *p = fit_param_at(f, i);
+        json_array_append_new(params, json_pack("{s:s,s:f,s:o,s:s,s:o,s:o,s:s}", "name", p->name, "value", p->value,
+                                                "stderr", num_or_null(p->stderr_v > 0, p->stderr_v), "unit", p->unit,
+                                                "lo", num_or_null(p->lo <= p->hi, p->lo), "hi", num_or_null(p->lo <= p->hi, p->hi),
+                                                "origin", p->origin ? p->origin : ""));
+    }
+    for (size_t i = 0; i < fit_n_resid(f); i++) {
+        const fit_resid_t *r = fit_resid_at(f, i);
+        json_array_append_new(resid, json_pack("{s:s,s:I,s:f,s:f}", "name", r->name, "n", (json_int_t)r->n, "rms_rel",
+                                               r->rms_rel, "max_rel", r->max_rel));
+    }
+    for (size_t i = 0; i < fit_n_notes(f); i++) json_array_append_new(notes, json_string(fit_note_at(f, i)));
+    json_t *doc = json_pack("{s:s,s:{s:I,s:I,s:I},s:o,s:o,s:o}", "profile", profile, "rows", "fit", (json_int_t)nf,
+                            "heldout", (json_int_t)nh, "unused", (json_int_t)nu, "params", params, "residuals", resid,
+                            "notes", notes);
+    char *txt = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(doc);
+    if (!txt) return -1;
+    puts(txt);
+    free(txt);
+    return 0;
 }
 
 /* Plots every fitted row against its fitted value (the plot is optional: notes go to stderr). */
@@ -180,9 +218,10 @@ static int fit_main(int argc, char **argv)
             used += (size_t)k;
         }
         profile_info_t info = {a.profile ? a.profile : profile, a.heldout, heldout_hash(ho), command, gpu, link, a.box};
-        if (!a.quiet) print_summary(f);
+        if (!a.quiet && !a.json) print_summary(f);
         st = profile_write(a.out, f, set, &info, &e);
-        if (!st && !a.quiet) printf("\nwrote %s (%zu parameters)\n", a.out, fit_n_params(f));
+        if (!st && !a.quiet && !a.json) printf("\nwrote %s (%zu parameters)\n", a.out, fit_n_params(f));
+        if (!st && a.json && print_json(f, a.out)) st = err_set(&e, ERR_NOMEM, "out of memory");
         if (!st && a.plots) st = plot_fit(a.plots, f, &e);
     }
     fit_free(f);
