@@ -1,6 +1,7 @@
 /* odsim workload — random replay workloads (validation/wlgen.h) and a check of replay files
  * (docs/replay.md, read by kernels/replay_fmt.c). */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +20,12 @@ static const char usage[] =
     "      it; random_dev: rdev-0000..0119, seeds 1000000+i; random, sealed: rsealed-0000..0239, seeds\n"
     "      2000000+i), each drawn from its seed alone; the distributions are `odsim params replay`\n"
     "      --stats  print the strata of the workloads written (mode, sessions, short steps with syncs)\n"
-    "  odsim workload check FILE...\n"
+    "  odsim workload check FILE... [--json]\n"
     "      parses each replay workload and prints one line: name, mode, sessions, ops, the sessions' host\n"
     "      regions together (GiB), sessions with a sync inside their step, and the sum of the ops' times\n"
-    "      at the generator's nominal rates (ms; not odsim's prediction); exits 1 naming FILE:LINE on error\n";
+    "      at the generator's nominal rates (ms; not odsim's prediction); exits 1 naming FILE:LINE on error\n"
+    "      --json  one JSON array instead: [{file, name, mode, sessions, ops, region_bytes,\n"
+    "              sessions_sync_inside, nominal_ms}] (files that fail to parse are named on stderr)\n";
 
 /* Counts over the workloads generated, for --stats. */
 typedef struct {
@@ -139,7 +142,15 @@ static int workload_gen(int argc, char **argv)
 
 static int workload_check(int argc, char **argv)
 {
+    bool json = false;
+    int nf = 0;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--json")) json = true;
+        else argv[++nf] = argv[a];   /* the files, in order, after argv[0] */
+    }
+    argc = nf + 1;
     if (argc < 2) return cmd_usage_error(&cmd_workload, "check: FILE... is required");
+    json_t *arr = json ? json_array() : NULL;
     err_t e;
     err_clear(&e);
     wlgen_params_t p;
@@ -164,11 +175,24 @@ static int workload_check(int argc, char **argv)
             inside += wlgen_sync_inside(s);
             for (uint32_t j = 0; j < s->n_ops; j++) nominal_s += wlgen_op_nominal_s(&p, &s->ops[j]);
         }
-        printf("%s mode=%s sessions=%u ops=%u region_gib=%.3f sync_inside=%u/%u nominal_ms=%.3f\n", w->name,
-               rf_mode_name(w->mode), w->n_sessions, ops, (double)region / (1u << 30), inside, w->n_sessions,
-               nominal_s * 1e3);
+        if (arr)
+            json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:i,s:I,s:i,s:f}", "file", argv[a], "name", w->name,
+                                                 "mode", rf_mode_name(w->mode), "sessions", (int)w->n_sessions, "ops",
+                                                 (int)ops, "region_bytes", (json_int_t)region, "sessions_sync_inside",
+                                                 (int)inside, "nominal_ms", nominal_s * 1e3));
+        else
+            printf("%s mode=%s sessions=%u ops=%u region_gib=%.3f sync_inside=%u/%u nominal_ms=%.3f\n", w->name,
+                   rf_mode_name(w->mode), w->n_sessions, ops, (double)region / (1u << 30), inside, w->n_sessions,
+                   nominal_s * 1e3);
     }
     free(w);
+    if (arr) {
+        char *txt = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        json_decref(arr);
+        if (!txt) return cmd_fail("workload", "check: out of memory");
+        puts(txt);
+        free(txt);
+    }
     return rc;
 }
 

@@ -42,5 +42,17 @@ $odsim workload gen --set random_dev --first 117 --count 3 -o "$tmp/part" > /dev
 [ "$(ls "$tmp/part" | wc -l)" -eq 3 ] || { echo "FAIL: --count 3 wrote $(ls "$tmp/part" | wc -l) files"; fail=1; }
 
 $odsim params replay | grep -q "nominal_ce .*50e9" || { echo "FAIL: params replay lacks the nominal CE rate"; fail=1; }
-[ $fail -eq 0 ] && echo "workloads: both sets regenerate byte for byte, strata hold, check reads them"
+# check --json: one document with the text's figures, workload by workload
+$odsim workload check validation/workloads/sharing/*.replay > "$tmp/sh.txt" &&
+  $odsim workload check --json validation/workloads/sharing/*.replay > "$tmp/sh.json" || { echo "FAIL: check --json"; fail=1; }
+python3 - "$tmp/sh.txt" "$tmp/sh.json" <<'PY' || fail=1
+import json, sys
+rows = [dict(kv.split("=") for kv in l.split()[1:]) | {"name": l.split()[0]} for l in open(sys.argv[1])]
+js = json.load(open(sys.argv[2]))
+assert [r["name"] for r in rows] == [j["name"] for j in js], "order"
+for r, j in zip(rows, js):
+    assert r["mode"] == j["mode"] and int(r["sessions"]) == j["sessions"] and int(r["ops"]) == j["ops"], (r, j)
+    assert abs(float(r["nominal_ms"]) - j["nominal_ms"]) < 1e-3, (r, j)
+PY
+[ $fail -eq 0 ] && echo "workloads: both sets regenerate byte for byte, strata hold, check reads them (text and JSON)"
 exit $fail
