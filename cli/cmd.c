@@ -3,6 +3,8 @@
 #include "cli/par.h"
 #include "common/cfg.h"
 
+#include <jansson.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,5 +55,15 @@ int cmd_parse_count(const char *s, long long lo, long long hi, long long *out)
     cfg_free(doc);
     if (rc || v < lo || v > hi) return -1;
     *out = v;
+    return 0;
+}
+
+int cmd_put_json(const char *name, json_t *doc)
+{
+    char *txt = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(doc);
+    if (!txt) return cmd_fail(name, "out of memory");
+    puts(txt);
+    free(txt);
     return 0;
 }

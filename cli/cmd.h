@@ -27,4 +27,9 @@ int cmd_parse_long(const char *s, long lo, long hi, long *out);
  * binary: 1M = 1000000, 1Mi = 1048576) in [lo, hi] into *out; returns 0, or -1 (out untouched). */
 int cmd_parse_count(const char *s, long long lo, long long hi, long long *out);
 
+struct json_t;
+/* Prints doc (taken: freed here; NULL is out of memory) as one indented JSON document on stdout.
+ * Returns 0, or 1 with "odsim NAME: out of memory" on stderr. */
+int cmd_put_json(const char *name, struct json_t *doc);
+
 #endif

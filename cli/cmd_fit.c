@@ -129,12 +129,7 @@ static int print_json(const fit_t *f, const char *profile)
     json_t *doc = json_pack("{s:s,s:{s:I,s:I,s:I},s:o,s:o,s:o}", "profile", profile, "rows", "fit", (json_int_t)nf,
                             "heldout", (json_int_t)nh, "unused", (json_int_t)nu, "params", params, "residuals", resid,
                             "notes", notes);
-    char *txt = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-    json_decref(doc);
-    if (!txt) return -1;
-    puts(txt);
-    free(txt);
-    return 0;
+    return cmd_put_json("fit", doc);
 }
 
 /* Plots every fitted row against its fitted value (the plot is optional: notes go to stderr). */
@@ -221,7 +216,7 @@ static int fit_main(int argc, char **argv)
         if (!a.quiet && !a.json) print_summary(f);
         st = profile_write(a.out, f, set, &info, &e);
         if (!st && !a.quiet && !a.json) printf("\nwrote %s (%zu parameters)\n", a.out, fit_n_params(f));
-        if (!st && a.json && print_json(f, a.out)) st = err_set(&e, ERR_NOMEM, "out of memory");
+        if (!st && a.json && print_json(f, a.out)) st = err_set(&e, ERR_NOMEM, "the summary could not be printed");
         if (!st && a.plots) st = plot_fit(a.plots, f, &e);
     }
     fit_free(f);

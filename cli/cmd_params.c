@@ -80,12 +80,7 @@ static int print_json(const char *only, const char *const *parts, size_t n_parts
     cfg_params_receive(NULL, NULL);
     if (!only || !strcmp(only, "hardware")) hwcat_describe_each(collect_hw, hw);
     json_t *doc = json_pack("{s:o,s:o}", "sections", c.sections, "hardware", hw);
-    char *txt = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-    json_decref(doc);
-    if (!txt) return cmd_fail("params", "out of memory");
-    puts(txt);
-    free(txt);
-    return 0;
+    return cmd_put_json("params", doc);
 }
 
 static int params_main(int argc, char **argv)

@@ -60,12 +60,7 @@ static int print_json(const char *path, const rf_workload_t *w, uint64_t fnv, co
                              "gpu", r->gpu, "window_ms", (json_int_t)w->window_ms, "min_steps", (json_int_t)w->min_steps,
                              "warmup_steps", (json_int_t)w->warmup_steps, "start_s", r->start_s, "sessions", sess, "all",
                              stat_json(&r->pooled), "flags", flags);
-    char *txt = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-    json_decref(root);
-    if (!txt) return cmd_fail("replay", "out of memory");
-    puts(txt);
-    free(txt);
-    return 0;
+    return cmd_put_json("replay", root);
 }
 
 static void stat_line(const char *who, const rpred_stat_t *s)

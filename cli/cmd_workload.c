@@ -186,13 +186,7 @@ static int workload_check(int argc, char **argv)
                    nominal_s * 1e3);
     }
     free(w);
-    if (arr) {
-        char *txt = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        json_decref(arr);
-        if (!txt) return cmd_fail("workload", "check: out of memory");
-        puts(txt);
-        free(txt);
-    }
+    if (json && cmd_put_json("workload", arr)) rc = 1;
     return rc;
 }
 
