@@ -57,25 +57,51 @@ static void text_stat(FILE *fp, const char *name, study_stat_t st, uint32_t reps
     text_interval(fp, st, reps, b, c);
 }
 
-static void text_latency(FILE *fp, const study_result_t *r)
+/* The latency, TTFT, rate and SLO figures of the whole study or of a class: what text_latency prints. */
+typedef struct figs {
+    study_stat_t step_p50_s, step_p95_s, step_p99_s, ttft_p50_s, ttft_p95_s, ttft_p99_s, tps_session_mean, tps_total,
+        slo_attainment;
+    bool slo_met;
+} figs_t;
+
+#define FIGS_OF(x) ((figs_t){(x)->step_p50_s, (x)->step_p95_s, (x)->step_p99_s, (x)->ttft_p50_s, (x)->ttft_p95_s, \
+                             (x)->ttft_p99_s, (x)->tps_session_mean, (x)->tps_total, (x)->slo_attainment, (x)->slo_met})
+
+/* `in` indents every line after the first two spaces more (a class's block). */
+static void text_latency(FILE *fp, figs_t f, uint32_t reps, const char *in, const char *box)
 {
-    fprintf(fp, "  step latency  ");
-    text_stat_s(fp, "p50", r->step_p50_s, r->replications);
-    text_stat_s(fp, "p95", r->step_p95_s, r->replications);
-    text_stat_s(fp, "p99", r->step_p99_s, r->replications);
-    if (!r->step_p50_s.n) fprintf(fp, " (no decode step finished)");
-    fprintf(fp, "\n  TTFT per turn ");
-    text_stat_s(fp, "p50", r->ttft_p50_s, r->replications);
-    text_stat_s(fp, "p95", r->ttft_p95_s, r->replications);
-    text_stat_s(fp, "p99", r->ttft_p99_s, r->replications);
-    if (!r->ttft_p50_s.n) fprintf(fp, " (no turn's first token)");
-    fprintf(fp, "\n  tokens/s      ");
-    text_stat(fp, "per session", r->tps_session_mean, r->replications, "");
-    text_stat(fp, "box", r->tps_total, r->replications, "");
-    fprintf(fp, "\n  SLO           ");
-    text_stat(fp, "turns meeting it", r->slo_attainment, r->replications, "");
-    if (!r->slo_attainment.n) fprintf(fp, " (no turn judged)");
-    fprintf(fp, " -> %s\n", r->slo_met ? "met (in >= 95% of replications)" : "NOT met");
+    fprintf(fp, "  %sstep latency  ", in);
+    text_stat_s(fp, "p50", f.step_p50_s, reps);
+    text_stat_s(fp, "p95", f.step_p95_s, reps);
+    text_stat_s(fp, "p99", f.step_p99_s, reps);
+    if (!f.step_p50_s.n) fprintf(fp, " (no decode step finished)");
+    fprintf(fp, "\n  %sTTFT per turn ", in);
+    text_stat_s(fp, "p50", f.ttft_p50_s, reps);
+    text_stat_s(fp, "p95", f.ttft_p95_s, reps);
+    text_stat_s(fp, "p99", f.ttft_p99_s, reps);
+    if (!f.ttft_p50_s.n) fprintf(fp, " (no turn's first token)");
+    fprintf(fp, "\n  %stokens/s      ", in);
+    text_stat(fp, "per session", f.tps_session_mean, reps, "");
+    text_stat(fp, box, f.tps_total, reps, "");
+    fprintf(fp, "\n  %sSLO           ", in);
+    text_stat(fp, "turns meeting it", f.slo_attainment, reps, "");
+    if (!f.slo_attainment.n) fprintf(fp, " (no turn judged)");
+    fprintf(fp, " -> %s\n", f.slo_met ? "met (in >= 95% of replications)" : "NOT met");
+}
+
+/* Each session class's block: its sessions and figures, as the whole study's above it. */
+static void text_classes(FILE *fp, const study_result_t *r)
+{
+    for (size_t c = 0; c < r->n_classes; c++) {
+        const study_class_result_t *cr = &r->classes[c];
+        fprintf(fp, "  class %s (share %.4g, method %s): sessions %llu, turns done %llu, decode tokens %llu, "
+                "prefill tokens %llu\n", cr->name, cr->share, cr->method, (unsigned long long)cr->sessions,
+                (unsigned long long)cr->turns, (unsigned long long)cr->decode_tokens, (unsigned long long)cr->prefill_tokens);
+        text_latency(fp, FIGS_OF(cr), r->replications, "  ", "class on the box");
+        if (cr->preemptions || cr->evictions || cr->waiting)
+            fprintf(fp, "    memory        preemptions %llu, evictions %llu, waiting for memory at the end %llu\n",
+                    (unsigned long long)cr->preemptions, (unsigned long long)cr->evictions, (unsigned long long)cr->waiting);
+    }
 }
 
 static void text_resources(FILE *fp, const study_result_t *r)
@@ -110,8 +136,9 @@ void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
             (unsigned long long)r->sessions, (unsigned long long)r->turns, (unsigned long long)r->decode_tokens,
             (unsigned long long)r->prefill_tokens);
     if (r->placement) fprintf(fp, "  placement      %s\n", r->placement);
-    text_latency(fp, r);
+    text_latency(fp, FIGS_OF(r), r->replications, "", "box");
     text_resources(fp, r);
+    text_classes(fp, r);
     if (r->flags && *r->flags) fprintf(fp, "  calibration parameters assumed or used outside their fitted range:\n%s", r->flags);
 }
 
@@ -147,6 +174,29 @@ static json_t *lost_json(const study_result_t *r)
     return o;
 }
 
+/* The classes' figures, keyed as the whole study's are. */
+static json_t *classes_json(const study_result_t *r)
+{
+    json_t *a = json_array();
+    for (size_t c = 0; a && c < r->n_classes; c++) {
+        const study_class_result_t *cr = &r->classes[c];
+        json_array_append_new(
+            a, json_pack("{s:s,s:f,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}",
+                         "name", cr->name, "share", cr->share, "method", cr->method, "sessions", (json_int_t)cr->sessions,
+                         "turns", (json_int_t)cr->turns, "decode_tokens", (json_int_t)cr->decode_tokens, "prefill_tokens",
+                         (json_int_t)cr->prefill_tokens, "preemptions", (json_int_t)cr->preemptions, "evictions",
+                         (json_int_t)cr->evictions, "waiting_for_memory", (json_int_t)cr->waiting, "step_p50_s",
+                         stat_json(cr->step_p50_s), "step_p95_s", stat_json(cr->step_p95_s), "step_p99_s",
+                         stat_json(cr->step_p99_s), "step_mean_s", stat_json(cr->step_mean_s), "ttft_p50_s",
+                         stat_json(cr->ttft_p50_s), "ttft_p95_s", stat_json(cr->ttft_p95_s), "ttft_p99_s",
+                         stat_json(cr->ttft_p99_s), "prefill_chunk_p50_s", stat_json(cr->prefill_p50_s),
+                         "prefill_chunk_p99_s", stat_json(cr->prefill_p99_s), "tokens_per_s_per_session",
+                         stat_json(cr->tps_session_mean), "tokens_per_s_total", stat_json(cr->tps_total),
+                         "slo_attainment", stat_json(cr->slo_attainment), "slo_met", cr->slo_met));
+    }
+    return a;
+}
+
 json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
 {
     char *scn = NULL;
@@ -179,6 +229,7 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");
     if (o) json_object_set_new(o, "scenario", json_string(scn ? scn : ""));
     if (o && r->placement) json_object_set_new(o, "placement", json_string(r->placement));
+    if (o && r->n_classes) json_object_set_new(o, "classes", classes_json(r));
     if (o && r->cxl_capacity_bytes > 0) {
         json_object_set_new(o, "cxl_peak_bytes", json_real(r->cxl_peak_bytes));
         json_object_set_new(o, "cxl_capacity_bytes", json_real(r->cxl_capacity_bytes));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/study_cfg.h"
+#include "cli/study_class.h"
 #include "cli/study_int.h"
 #include "common/atomicio.h"
 #include "models/calib.h"
@@ -100,9 +101,10 @@ study_stat_t study_stat_of(const double *x, size_t n)
 enum { M_STEP50, M_STEP95, M_STEP99, M_STEPMEAN, M_TTFT50, M_TTFT95, M_TTFT99, M_TPS_SESS, M_TPS_TOTAL, M_SLO, M_PF50, M_PF99,
        M_COUNT };
 
-static void fill_metrics(const study_rep_t *rep, double *m)
+/* The figures of statistics st (the box's or a class's) whose measured window of measured_s seconds
+ * decoded measured_tokens tokens. */
+static void fill_metrics(const exec_stats_t *st, uint64_t measured_tokens, double measured_s, double *m)
 {
-    const exec_stats_t *st = rep->stats;
     /* a histogram with no sample gives no figure (NAN), never 0 */
     bool steps = hist_count(st->step_s) > 0, ttfts = hist_count(st->ttft_s) > 0;
     m[M_STEP50] = steps ? hist_quantile(st->step_s, 0.50) : NAN;
@@ -113,7 +115,7 @@ static void fill_metrics(const study_rep_t *rep, double *m)
     m[M_TTFT95] = ttfts ? hist_quantile(st->ttft_s, 0.95) : NAN;
     m[M_TTFT99] = ttfts ? hist_quantile(st->ttft_s, 0.99) : NAN;
     m[M_TPS_SESS] = hist_count(st->session_tps) ? hist_mean(st->session_tps) : NAN;
-    m[M_TPS_TOTAL] = rep->measured_s > 0 ? (double)rep->measured_tokens / rep->measured_s : NAN;
+    m[M_TPS_TOTAL] = measured_s > 0 ? (double)measured_tokens / measured_s : NAN;
     /* Turns still running count once their outcome is decided (a missed first token, a slow rate). */
     double judged = (double)(st->turns_done + st->open_slo_ok + st->open_slo_missed);
     m[M_SLO] = judged > 0 ? (double)(st->turns_slo_ok + st->open_slo_ok) / judged : NAN;
@@ -124,11 +126,48 @@ static void fill_metrics(const study_rep_t *rep, double *m)
 
 /* Met when enough judged turns meet it and the box's p99 step is within bound; a run that judged no
  * turn has shown nothing, which is not meeting it. */
-static bool rep_meets_slo(const study_rep_t *rep, const scn_slo_t *slo, const double *m)
+static bool rep_meets_slo(const exec_stats_t *st, const scn_slo_t *slo, const double *m)
 {
-    const exec_stats_t *st = rep->stats;
     if (!(st->turns_done + st->open_slo_ok + st->open_slo_missed) || !(m[M_SLO] >= slo->attainment)) return false;
     return slo->step_p99_s <= 0 || m[M_STEP99] <= slo->step_p99_s;
+}
+
+/* The figures over replications of m (reps rows of M_COUNT, one every `stride` values) into dst. */
+static void stats_over(const double *m, uint32_t reps, size_t stride, study_stat_t *const dst[M_COUNT])
+{
+    double col[1000];
+    for (int j = 0; j < M_COUNT; j++) {
+        for (uint32_t k = 0; k < reps; k++) col[k] = m[(size_t)k * stride + (size_t)j];
+        *dst[j] = study_stat_of(col, reps);
+    }
+}
+
+/* Replication k's figures of each class of pt into m (M_COUNT per class), whether each met the SLO
+ * into met; from replication 0 the classes' counts and names into r->classes. */
+static int classes_take(const study_point_t *pt, const study_rep_t *rep, uint32_t k, double *m, uint32_t *met,
+                        study_result_t *r, err_t *e)
+{
+    for (uint32_t c = 0; c < pt->n_classes; c++) {
+        const exec_stats_t *st = exec_group_stats(rep->x, c);
+        uint64_t tokens = st->decode_tokens - study_classes_tokens_at_warmup(rep->classes, c);
+        fill_metrics(st, tokens, rep->measured_s, m + (size_t)c * M_COUNT);
+        /* a class that drew no session (a population smaller than its classes) has nothing to fail */
+        met[c] += !study_classes_sessions(rep->classes, c) || rep_meets_slo(st, &pt->slo, m + (size_t)c * M_COUNT);
+        if (k) continue;
+        study_class_result_t *cr = &r->classes[c];
+        cr->name = strdup(pt->classes[c].name);
+        cr->method = strdup(method_name(study_classes_method(rep->classes, c)));
+        if (!cr->name || !cr->method) return err_set(e, ERR_NOMEM, "out of memory");
+        cr->share = pt->classes[c].share;
+        cr->decode_tokens = st->decode_tokens;
+        cr->prefill_tokens = st->prefill_tokens;
+        cr->sessions = study_classes_sessions(rep->classes, c);
+        cr->turns = st->turns_done;
+        cr->preemptions = st->preemptions;
+        cr->evictions = st->evictions;
+        cr->waiting = st->sessions_waiting;
+    }
+    return ERR_OK;
 }
 
 int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **out, err_t *e)
@@ -141,37 +180,49 @@ int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **o
     uint32_t reps = opts && opts->replications > 0 ? (uint32_t)opts->replications : (uint32_t)pt.run.replications;
     study_result_t *r = calloc(1, sizeof *r);
     double *m = calloc((size_t)reps * M_COUNT, sizeof *m);
-    uint32_t met = 0;
-    if (!r || !m) rc = err_set(e, ERR_NOMEM, "out of memory");
+    size_t ncl = pt.n_classes, cstride = ncl * M_COUNT;  /* class figures: reps rows of ncl x M_COUNT */
+    double *mc = ncl ? calloc((size_t)reps * cstride, sizeof *mc) : NULL;
+    uint32_t met = 0, *met_c = ncl ? calloc(ncl, sizeof *met_c) : NULL;
+    if (r && ncl) r->classes = calloc(ncl, sizeof *r->classes);
+    if (!r || !m || (ncl && (!mc || !met_c || !r->classes))) rc = err_set(e, ERR_NOMEM, "out of memory");
+    if (!rc) r->n_classes = ncl;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint32_t k = 0; !rc && k < reps; k++) {
         study_rep_t rep;
         rc = study_rep_run(s, &pt, k, reps, opts, &rep, e);
         if (rc) break;
-        fill_metrics(&rep, m + (size_t)k * M_COUNT);
+        fill_metrics(rep.stats, rep.measured_tokens, rep.measured_s, m + (size_t)k * M_COUNT);
         r->events += sim_events(rep.sim);
-        met += rep_meets_slo(&rep, &pt.slo, m + (size_t)k * M_COUNT);
-        if (k == 0) rc = study_result_fill(s, &pt, &rep, r, e);
+        met += rep_meets_slo(rep.stats, &pt.slo, m + (size_t)k * M_COUNT);
+        if (ncl) rc = classes_take(&pt, &rep, k, mc + (size_t)k * cstride, met_c, r, e);
+        if (!rc && k == 0) rc = study_result_fill(s, &pt, &rep, r, e);
         study_rep_free(&rep);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (r) r->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (!rc) {
-        double col[1000];
         study_stat_t *dst[M_COUNT] = {&r->step_p50_s, &r->step_p95_s, &r->step_p99_s, &r->step_mean_s, &r->ttft_p50_s,
                                       &r->ttft_p95_s, &r->ttft_p99_s, &r->tps_session_mean, &r->tps_total,
                                       &r->slo_attainment, &r->prefill_p50_s, &r->prefill_p99_s};
-        for (int j = 0; j < M_COUNT; j++) {
-            for (uint32_t k = 0; k < reps; k++) col[k] = m[(size_t)k * M_COUNT + (size_t)j];
-            *dst[j] = study_stat_of(col, reps);
-        }
+        stats_over(m, reps, M_COUNT, dst);
         r->replications = reps;
         r->slo_met = (double)met >= 0.95 * (double)reps;
+        for (size_t c = 0; c < ncl; c++) {
+            study_class_result_t *cr = &r->classes[c];
+            study_stat_t *cdst[M_COUNT] = {&cr->step_p50_s, &cr->step_p95_s, &cr->step_p99_s, &cr->step_mean_s,
+                                           &cr->ttft_p50_s, &cr->ttft_p95_s, &cr->ttft_p99_s, &cr->tps_session_mean,
+                                           &cr->tps_total, &cr->slo_attainment, &cr->prefill_p50_s, &cr->prefill_p99_s};
+            stats_over(mc + c * M_COUNT, reps, cstride, cdst);
+            cr->slo_met = (double)met_c[c] >= 0.95 * (double)reps;
+            r->slo_met = r->slo_met && cr->slo_met; /* a capacity holds only where every class's SLO does */
+        }
         r->label = strdup(s->labels[i]);
         if (!r->label) rc = err_set(e, ERR_NOMEM, "out of memory");
     }
     free(m);
+    free(mc);
+    free(met_c);
     study_point_free(&pt);
     if (rc) {
         study_result_free(r);
@@ -189,6 +240,11 @@ void study_result_free(study_result_t *r)
         free(r->res[i].unit);
     }
     for (size_t i = 0; i < r->n_lost; i++) free(r->lost[i].name);
+    for (size_t c = 0; r->classes && c < r->n_classes; c++) {
+        free(r->classes[c].name);
+        free(r->classes[c].method);
+    }
+    free(r->classes);
     free(r->res);
     free(r->lost);
     free(r->label);

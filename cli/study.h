@@ -16,6 +16,8 @@
  *   slo:       {ttft_s: 2, tokens_per_s: 20, step_p99_s: 0.1}
  *   run:       {duration_s: 600, seed: 1, replications: 3, warmup_s: 0}
  *   sweep:     {method.name: [dense, fathom], hardware.link: [pcie4, pcie5]}
+ *   classes:   [{name: decode, share: 0.75}, {name: prefill, share: 0.25, method: {...},
+ *               workload: {generator: {...}}}]     # session classes side by side (docs/scenarios.md)
  *
  * Sweep axes are any keys with a list of values; the points are their cross product, in the order
  * the axes are written (the last axis varies fastest). `--set key=value` overrides apply before
@@ -100,6 +102,23 @@ typedef struct study_lost {
     double per_step_s;    /* mean time lost per plan to it (Σ over the plan's ops) */
 } study_lost_t;
 
+/* One session class's figures (scenario key `classes`): the same statistics as the whole study's,
+ * over its sessions alone. */
+typedef struct study_class_result {
+    char *name;
+    double share;
+    char *method;                      /* its method's name (the scenario's when it has none of its own) */
+    study_stat_t step_p50_s, step_p95_s, step_p99_s, step_mean_s;
+    study_stat_t ttft_p50_s, ttft_p95_s, ttft_p99_s;
+    study_stat_t prefill_p50_s, prefill_p99_s;
+    study_stat_t tps_session_mean;     /* decode tokens/s per session of the class */
+    study_stat_t tps_total;            /* the class's decode tokens/s on the box */
+    study_stat_t slo_attainment;
+    bool slo_met;                      /* the SLO holds for the class in >= 95% of replications */
+    uint64_t decode_tokens, prefill_tokens, sessions, turns; /* first replication */
+    uint64_t preemptions, evictions, waiting;
+} study_class_result_t;
+
 typedef struct study_result {
     char *label;
     uint32_t replications;
@@ -110,7 +129,8 @@ typedef struct study_result {
     study_stat_t tps_session_mean;     /* decode tokens/s per session */
     study_stat_t tps_total;            /* decode tokens/s of the box */
     study_stat_t slo_attainment;       /* share of sessions (or turns) meeting every SLO, 0..1 */
-    bool slo_met;                      /* the SLO holds in ≥ 95% of replications */
+    bool slo_met;                      /* the SLO holds in ≥ 95% of replications (with classes: for the
+                                        * whole and for every class) */
     uint64_t decode_tokens, prefill_tokens, sessions, turns; /* first replication */
     uint64_t preemptions, evictions, waiting; /* waiting: for memory at the end */
     double admit_wait_p50_s, admit_wait_p99_s; /* NAN: no session arrived; with admit_never > 0 lower bounds */
@@ -138,6 +158,8 @@ typedef struct study_result {
     double *util_t_s;                  /* n_util interval ends */
     double *util;                      /* n_util × n_res, row-major */
     size_t n_util;
+    study_class_result_t *classes;     /* per session class, in the scenario's order (n_classes 0: none) */
+    size_t n_classes;
 } study_result_t;
 
 typedef struct study_opts {

@@ -1,6 +1,9 @@
 #include "cli/study_cfg.h"
 
+#include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "models/method.h"
 #include "sim/exec.h"
@@ -28,6 +31,9 @@ static const cfg_param_t top_params[] = {
     N("slo", scn_top_t, slo, "service-level objectives (section slo)"),
     N("run", scn_top_t, run, "duration, seeds, replications (section run)"),
     N("sweep", scn_top_t, sweep, "sweep axes: any key with a list of values; points are their cross product"),
+    N("classes", scn_top_t, classes,
+      "session classes sharing the box, each with its own method and workload (section classes; none: "
+      "every session runs the scenario's)"),
 };
 
 static const cfg_param_t model_params[] = {
@@ -136,6 +142,73 @@ static const cfg_param_t probe_params[] = {
       "layer_step probes: the step's first op"),
 };
 
+static const cfg_param_t class_params[] = {
+    P("name", CFG_T_STRING, scn_class_t, name, NULL, 1, 0, "class name, unique: reports name each class's figures by it"),
+    P("share", CFG_T_DOUBLE, scn_class_t, share, NULL, 0, 1,
+      "fraction of the study's sessions (closed population: of its users), > 0; the classes' shares sum to 1. "
+      "Session (or user) i joins the class furthest below its share: the largest share x (i + 1) less the "
+      "sessions it has, ties to the class listed first"),
+    N("method", scn_class_t, method,
+      "the class's method map, replacing the scenario's (same keys; its tier and weights_dtype must equal the "
+      "scenario's); absent: the scenario's method, swept as it is (a sweep of method keys leaves a class's own alone)"),
+    N("workload", scn_class_t, workload, "the class's workload: only 'generator' (section classes.workload)"),
+};
+
+static const cfg_param_t class_workload_params[] = {
+    N("generator", scn_class_t, generator,
+      "generator workloads: keys laid over workload.generator for the class's sessions (their shape: contexts, "
+      "turns, tool outputs, decodes); not the arrival keys (seed, sessions, arrival, rate_per_s, population, "
+      "session_gap_s), which stay the scenario's: a class's session arrives where the scenario's would"),
+};
+
+/* The generator keys that place sessions in time: the scenario's alone, so classes split one arrival stream. */
+static const char *const arrival_keys[] = {"seed", "sessions", "arrival", "rate_per_s", "population", "session_gap_s"};
+
+static int bind_class(const cfg_node_t *n, const scn_workload_t *wl, scn_class_t *c, err_t *e)
+{
+    int rc = cfg_bind(n, class_params, COUNT(class_params), c, e);
+    if (!rc && !(c->share > 0)) rc = cfg_error(e, ERR_INVAL, cfg_get(n, "share"), "a class's share must be above 0");
+    if (!rc && c->workload) rc = cfg_bind(c->workload, class_workload_params, COUNT(class_workload_params), c, e);
+    if (rc || !c->generator) return rc;
+    if (wl->kind != SCN_WL_GENERATOR)
+        return cfg_error(e, ERR_INVAL, c->generator, "generator overrides need a generator workload (workload.kind: generator)");
+    if (cfg_kind(c->generator) != CFG_MAP) return cfg_error(e, ERR_INVAL, c->generator, "expected a map of generator keys");
+    for (size_t k = 0; k < COUNT(arrival_keys); k++) {
+        const cfg_node_t *at = cfg_get(c->generator, arrival_keys[k]);
+        if (at) return cfg_error(e, ERR_INVAL, at, "sets the study's arrivals: give it in workload.generator, which every class shares");
+    }
+    return ERR_OK;
+}
+
+int scn_bind_classes(const cfg_node_t *n, const scn_workload_t *wl, scn_class_t **out, size_t *n_out, err_t *e)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (!n) return ERR_OK;
+    if (cfg_kind(n) != CFG_SEQ || !cfg_size(n)) return cfg_error(e, ERR_INVAL, n, "expected a list of one or more classes");
+    if (wl->kind == SCN_WL_PROBE) return cfg_error(e, ERR_INVAL, n, "classes need a generator or trace workload, not a probe");
+    if (cfg_size(n) > SCN_MAX_CLASSES) return cfg_error(e, ERR_INVAL, n, "%zu classes: at most %d", cfg_size(n), SCN_MAX_CLASSES);
+    scn_class_t *cs = calloc(cfg_size(n), sizeof *cs);
+    if (!cs) return err_set(e, ERR_NOMEM, "out of memory");
+    int rc = ERR_OK;
+    double sum = 0;
+    for (size_t i = 0; !rc && i < cfg_size(n); i++) {
+        rc = bind_class(cfg_at(n, i), wl, &cs[i], e);
+        for (size_t j = 0; !rc && j < i; j++)
+            if (!strcmp(cs[j].name, cs[i].name))
+                rc = cfg_error(e, ERR_INVAL, cfg_get(cfg_at(n, i), "name"), "duplicate class name '%s'", cs[i].name);
+        sum += cs[i].share;
+    }
+    if (!rc && fabs(sum - 1) > 1e-9) rc = cfg_error(e, ERR_INVAL, n, "the classes' shares sum to %.9g, not 1", sum);
+    if (rc) {
+        free(cs);
+        return rc;
+    }
+    *out = cs;
+    *n_out = cfg_size(n);
+    return ERR_OK;
+}
+
 /* Scenario keys that were renamed: using one is an error that names the replacement. */
 static const struct {
     const char *path, *instead;
@@ -198,4 +271,6 @@ void scn_describe(FILE *fp)
     cfg_params_describe(fp, "workload.probe", probe_params, COUNT(probe_params));
     cfg_params_describe(fp, "slo", slo_params, COUNT(slo_params));
     cfg_params_describe(fp, "run", run_params, COUNT(run_params));
+    cfg_params_describe(fp, "classes (each entry)", class_params, COUNT(class_params));
+    cfg_params_describe(fp, "classes.workload", class_workload_params, COUNT(class_workload_params));
 }

@@ -14,7 +14,7 @@
 
 typedef struct scn_top {
     const char *name, *description, *calibration, *catalog;
-    const cfg_node_t *hardware, *model, *method, *serving, *workload, *slo, *run, *sweep;
+    const cfg_node_t *hardware, *model, *method, *serving, *workload, *slo, *run, *sweep, *classes;
 } scn_top_t;
 
 typedef struct scn_model {
@@ -77,6 +77,17 @@ typedef struct scn_probe {
 
 enum { SCN_PROBE_OP = 0, SCN_PROBE_LAYER_STEP = 1, SCN_PROBE_SESSION_STEP = 2, SCN_PROBE_PREFILL_CHUNK = 3 };
 
+/* A session class (scenario key `classes`): a share of the study's sessions that runs its own method
+ * and workload beside the others (cli/study_class.c assigns sessions and keeps their statistics). */
+#define SCN_MAX_CLASSES 64
+typedef struct scn_class {
+    const char *name;
+    double share;                  /* of the sessions (closed: of the users), 0 < share <= 1 */
+    const cfg_node_t *method;      /* its own method map (NULL: the scenario's, swept as it is) */
+    const cfg_node_t *workload;    /* its workload section (only `generator`), or NULL */
+    const cfg_node_t *generator;   /* overrides of workload.generator's session-shape keys, or NULL */
+} scn_class_t;
+
 /* Binds each section; errors name file:line:col and key. */
 int scn_bind_top(const cfg_node_t *root, scn_top_t *out, err_t *e);
 int scn_bind_model(const cfg_node_t *n, scn_model_t *out, err_t *e);
@@ -85,6 +96,11 @@ int scn_bind_workload(const cfg_node_t *n, scn_workload_t *out, err_t *e);
 int scn_bind_slo(const cfg_node_t *n, scn_slo_t *out, err_t *e);
 int scn_bind_run(const cfg_node_t *n, scn_run_t *out, err_t *e);
 int scn_bind_probe(const cfg_node_t *n, scn_probe_t *out, err_t *e);
+/* Binds the `classes` list n (NULL: no classes, *n_out 0) of a scenario whose workload is wl: each
+ * class's keys, then the list's rules (one class or more, names unique, shares summing to 1; none
+ * with a probe workload; generator overrides only with a generator workload and never of the
+ * arrival keys). On success *out is a new array (free) of *n_out classes. */
+int scn_bind_classes(const cfg_node_t *n, const scn_workload_t *wl, scn_class_t **out, size_t *n_out, err_t *e);
 
 /* Prints every section's parameters (odsim params). */
 void scn_describe(FILE *fp);

@@ -45,6 +45,9 @@ typedef struct study_point {
     method_cfg_t mcfg;
     method_t *method;
     char *calib_path;           /* NULL: presets alone */
+    scn_class_t *classes;       /* session classes (n_classes 0: none) */
+    size_t n_classes;
+    method_cfg_t *class_mcfg;   /* each class's own method (bound where classes[i].method) */
 } study_point_t;
 
 /* A trace file read as its sessions arrive (cli/study_rep.c). */
@@ -58,7 +61,8 @@ typedef struct study_rep {
     exec_t *x;
     calib_t *cal;
     cost_t cost;                /* the providers' cost forms; lives as long as the run */
-    method_t *method;           /* shared by the sessions' providers */
+    method_t *method;           /* shared by the sessions' providers (of classes without their own) */
+    struct study_classes *classes; /* the session classes (cli/study_class.h), or NULL */
     const exec_stats_t *stats;
     double measured_s;          /* duration minus warm-up */
     uint64_t measured_tokens;   /* decode tokens after warm-up */
@@ -114,6 +118,7 @@ int study_probe_provider(const study_point_t *pt, const method_t *mt, calib_t *c
 /* Seeds of replication k: workload and plans streams are separate and common to every point
  * (common random numbers across compared configurations). */
 uint64_t study_seed(const study_point_t *pt, uint32_t k, int stream);
-enum { STUDY_STREAM_WORKLOAD = 1, STUDY_STREAM_PLANS = 2, STUDY_STREAM_CALIB = 3, STUDY_STREAM_JITTER = 4 };
+enum { STUDY_STREAM_WORKLOAD = 1, STUDY_STREAM_PLANS = 2, STUDY_STREAM_CALIB = 3, STUDY_STREAM_JITTER = 4,
+       STUDY_STREAM_CLASS = 16 /* + class index: a class's own session generator */ };
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/study_class.h"
 #include "cli/study_int.h"
 #include "common/str.h"
 
@@ -40,6 +41,8 @@ void study_catalogs_free(study_t *s)
 void study_point_free(study_point_t *pt)
 {
     method_free(pt->method);
+    free(pt->classes);
+    free(pt->class_mcfg);
     llm_free(&pt->llm);
     hw_free(&pt->hw);
     free(pt->calib_path);
@@ -73,6 +76,26 @@ static void probe_shape(const scn_probe_t *pb, llm_t *m)
     }
 }
 
+/* The point's session classes and their own methods' configurations: a class's method keeps the
+ * scenario's weights and tier, which the box's memory is laid out for. */
+static int bind_classes(study_point_t *pt, err_t *e)
+{
+    int rc = scn_bind_classes(pt->top.classes, &pt->wl, &pt->classes, &pt->n_classes, e);
+    if (rc || !pt->n_classes) return rc;
+    if (!(pt->class_mcfg = calloc(pt->n_classes, sizeof *pt->class_mcfg))) return err_set(e, ERR_NOMEM, "out of memory");
+    for (size_t c = 0; !rc && c < pt->n_classes; c++) {
+        const cfg_node_t *m = pt->classes[c].method;
+        if (!m) continue;
+        method_cfg_t *mc = &pt->class_mcfg[c];
+        rc = method_cfg_bind(m, mc, e);
+        if (!rc && mc->weight_dtype != pt->mcfg.weight_dtype)
+            rc = cfg_error(e, ERR_INVAL, m, "a class's weights_dtype must be the scenario method's (the weights are loaded once)");
+        if (!rc && mc->tier != pt->mcfg.tier)
+            rc = cfg_error(e, ERR_INVAL, m, "a class's tier must be the scenario method's (host-side data goes to one pool)");
+    }
+    return rc;
+}
+
 /* Point i up to its method's configuration: bound, presets looked up, pt->method not built. */
 static int resolve_bound(study_t *s, size_t i, study_point_t *pt, err_t *e)
 {
@@ -85,6 +108,7 @@ static int resolve_bound(study_t *s, size_t i, study_point_t *pt, err_t *e)
         pt->probe.what != SCN_PROBE_PREFILL_CHUNK)
         probe_shape(&pt->probe, &pt->llm);
     if (!rc) rc = method_cfg_bind(pt->top.method, &pt->mcfg, e);
+    if (!rc) rc = bind_classes(pt, e);
     if (!rc && strcmp(pt->top.calibration, "none")) {
         pt->calib_path = study_path(s, pt->top.calibration);
         if (!pt->calib_path) rc = err_set(e, ERR_NOMEM, "out of memory");
@@ -113,7 +137,8 @@ static uint64_t method_key(const study_point_t *pt)
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
     if (!mem) return 0;
-    const cfg_node_t *parts[] = {pt->top.method, pt->top.model, pt->wl.kind == SCN_WL_PROBE ? pt->wl.probe : NULL};
+    const cfg_node_t *parts[] = {pt->top.method, pt->top.model, pt->wl.kind == SCN_WL_PROBE ? pt->wl.probe : NULL,
+                                 pt->top.classes};
     for (size_t j = 0; j < sizeof parts / sizeof *parts; j++) {
         fputs("\n--\n", mem);
         if (parts[j]) cfg_emit(parts[j], mem, 0);
@@ -155,6 +180,7 @@ int study_points_check(study_t *s, err_t *e)
             study_point_t pt;
             rc = resolve_bound(s, i, &pt, e);
             if (!rc && key_insert(seen, n_slots, method_key(&pt))) rc = build_method(s, &pt, e);
+            if (!rc && pt.n_classes && pt.method) rc = study_classes_check(&pt, e);
             study_point_free(&pt);
             if (rc && s->n_points > 1) err_prefix(e, "sweep point %zu (%s)", i, s->labels[i]);
         }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/study_class.h"
 #include "cli/study_int.h"
 #include "models/hwinst.h"
 #include "models/opkind.h"
@@ -168,6 +169,7 @@ static void warmup_tick(sim_t *sim, void *arg)
     (void)sim;
     study_rep_t *rep = arg;
     rep->tokens_at_warmup = exec_stats(rep->x)->decode_tokens;
+    if (rep->classes) study_classes_warmup(rep->classes, rep->x);
     exec_stats_window_start(rep->x);   /* every statistic, not only throughput, excludes the warm-up */
 }
 
@@ -263,7 +265,7 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .host_pool = sim_pool_find(rep->sim, pt->mcfg.tier == TIER_CXL ? "cxl.mem" : "host.dram_mem"),
         .host_spill = pt->mcfg.tier != TIER_CXL && pt->hw.tier, .host_spill_pool = sim_pool_find(rep->sim, "cxl.mem"),
         .slo_ttft_s = pt->slo.ttft_s, .slo_turn_tps = pt->slo.tokens_per_s, .on_plan = on_plan, .on_plan_arg = rep,
-        .timeline_plans = timeline_plans};
+        .timeline_plans = timeline_plans, .n_groups = (uint32_t)pt->n_classes};
     return exec_new(rep->sim, &cfg, &rep->x, e);
 }
 
@@ -296,38 +298,43 @@ static int gpu_of(const feed_t *f, uint64_t index, uint64_t total)
     return (int)(index % (uint64_t)gpus);
 }
 
-/* The method's provider, or a probe's: one op per plan, or layer steps without the LM head
+/* Method mt's provider, or a probe's: one op per plan, or layer steps without the LM head
  * (session steps are whole decode steps). */
-static int make_provider(feed_t *f, plan_provider_t *out, err_t *e)
+static int make_provider(feed_t *f, const method_t *mt, plan_provider_t *out, err_t *e)
 {
     const study_point_t *pt = f->pt;
     if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_OP)
-        return study_probe_provider(pt, f->rep->method, f->rep->cal, out, e);
+        return study_probe_provider(pt, mt, f->rep->cal, out, e);
     if (pt->wl.kind == SCN_WL_PROBE && pt->probe.what == SCN_PROBE_LAYER_STEP) {
         /* kbench's layer step: the layers alone */
         protocol_t how = {.layers_only = true, .first_launch_hidden = pt->probe.launch_hidden};
         protocol_prov_t *pp;
-        int rc = protocol_new(f->rep->method, &pt->hw, f->rep->cal, &how, &pp, e);
+        int rc = protocol_new(mt, &pt->hw, f->rep->cal, &how, &pp, e);
         if (!rc) *out = protocol_wrap(pp);
         return rc;
     }
     provider_t *p;
-    int rc = provider_new_costed(f->rep->method, &pt->hw, &f->rep->cost, &p, e);
+    int rc = provider_new_costed(mt, &pt->hw, &f->rep->cost, &p, e);
     if (rc) return rc;
     *out = provider_wrap(p);
     return ERR_OK;
 }
 
-static int add_session(feed_t *f, int gpu, double arrival_s, uint64_t ctx0, uint64_t final_tokens, bool open_loop,
-                       const exec_turn_t *turns, size_t n_turns, err_t *e)
+/* Adds the session at placement index `index` (its class's, with classes) on GPU gpu. */
+static int add_session(feed_t *f, uint64_t index, int gpu, double arrival_s, uint64_t ctx0, uint64_t final_tokens,
+                       bool open_loop, const exec_turn_t *turns, size_t n_turns, err_t *e)
 {
     uint64_t id = f->next_id++;
+    uint32_t cls = 0;
+    int rc = f->rep->classes ? study_classes_of(f->rep->classes, index, &cls, e) : ERR_OK;
+    const method_t *mt = f->rep->classes ? study_classes_method(f->rep->classes, cls) : f->rep->method;
     plan_provider_t prov;
-    int rc = make_provider(f, &prov, e);
+    if (!rc) rc = make_provider(f, mt, &prov, e);
     if (rc) return rc;
     exec_session_spec_t spec = {.id = id, .gpu = gpu, .arrival_s = arrival_s, .context_tokens = ctx0,
                                 .final_tokens = final_tokens, .open_loop = open_loop, .turns = turns,
-                                .n_turns = n_turns, .provider = prov};
+                                .n_turns = n_turns, .provider = prov, .group = cls};
+    if (f->rep->classes) study_classes_count(f->rep->classes, cls);
     f->rep->sessions++;
     f->rep->gpu_sessions[gpu]++;
     return exec_add_session(f->rep->x, &spec, e);
@@ -380,7 +387,7 @@ static int feed_sessions(feed_t *f, trace_t *t, bool open_loop, err_t *e)
         size_t n = 0;
         uint64_t ctx0 = 0, fin = 0;
         rc = turns_of(ts, false, &turns, &n, &cap, &ctx0, &fin, e);
-        if (!rc) rc = add_session(f, gpu_of(f, i, total), at, ctx0, fin, open_loop, turns, n, e);
+        if (!rc) rc = add_session(f, i, gpu_of(f, i, total), at, ctx0, fin, open_loop, turns, n, e);
     }
     free(turns);
     return rc;
@@ -408,7 +415,7 @@ static int feed_users(feed_t *f, trace_t *t, uint32_t population, err_t *e)
                 turns[n - ts->n_turns].think_s = ts->start_think_ns > 0 ? (double)ts->start_think_ns * 1e-9 : 0;
             }
         }
-        if (!rc && n) rc = add_session(f, gpu_of(f, u, population), at, ctx_first, fin, false, turns, n, e);
+        if (!rc && n) rc = add_session(f, u, gpu_of(f, u, population), at, ctx_first, fin, false, turns, n, e);
         free(turns);
     }
     return rc;
@@ -503,7 +510,7 @@ static void stream_arrive(sim_t *sim, void *arg)
     int rc = ERR_OK;
     if (st->ts.n_turns) {
         rc = turns_of(&st->ts, false, &st->turns, &n, &st->cap, &ctx0, &fin, &e);
-        if (!rc) rc = add_session(&st->f, gpu_of(&st->f, st->index, 0), session_arrival_s(&st->ts), ctx0, fin,
+        if (!rc) rc = add_session(&st->f, st->index, gpu_of(&st->f, st->index, 0), session_arrival_s(&st->ts), ctx0, fin,
                                   st->f.pt->wl.replay == SCN_REPLAY_OPEN, st->turns, n, &e);
     }
     st->index++;
@@ -595,6 +602,9 @@ static int feed_generator(feed_t *f, err_t *e)
             break;
         }
         if (closed) ts->user = (int64_t)((t.n_sessions - 1) % pop);
+        /* a class's own session shape, in the scenario's session's place (placed by user or by order) */
+        if (f->rep->classes)
+            rc = study_classes_reshape(f->rep->classes, closed ? (uint64_t)ts->user : t.n_sessions - 1, ts, e);
         if (f->pt->wl.max_sessions && t.n_sessions >= (size_t)f->pt->wl.max_sessions) break;
     }
     if (!rc) rc = closed ? feed_users(f, &t, pop, e) : feed_sessions(f, &t, false, e);
@@ -614,7 +624,7 @@ static int feed_probe(feed_t *f, err_t *e)
     int rc = ERR_OK;
     for (int64_t i = 0; !rc && i < p->sessions; i++) {
         bool pf = i == 0 && p->what == SCN_PROBE_PREFILL_CHUNK;
-        rc = add_session(f, gpu_of(f, (uint64_t)i, (uint64_t)p->sessions), 0, (uint64_t)p->n_tokens,
+        rc = add_session(f, (uint64_t)i, gpu_of(f, (uint64_t)i, (uint64_t)p->sessions), 0, (uint64_t)p->n_tokens,
                          (uint64_t)p->n_tokens + (pf ? (uint64_t)p->batch + 1 : (uint64_t)p->steps), false, pf ? &chunk : &turn,
                          1, e);
     }
@@ -686,6 +696,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     method_cfg_t mcfg = pt->mcfg;
     mcfg.seed = (int64_t)study_seed(pt, k, STUDY_STREAM_PLANS);
     if (!rc) rc = method_new(&mcfg, &pt->llm, &rep->method, e);
+    if (!rc && pt->n_classes) rc = study_classes_new(pt, k, mcfg.seed, rep->method, &rep->classes, e);
     feed_t f = {s, pt, rep, k, 0, opts};
     if (!rc) {
         if (pt->wl.kind == SCN_WL_GENERATOR) rc = feed_generator(&f, e);
@@ -724,6 +735,7 @@ void study_rep_free(study_rep_t *rep)
 {
     study_stream_free(rep->stream);
     exec_free(rep->x);
+    study_classes_free(rep->classes);
     method_free(rep->method);
     sim_free(rep->sim);
     calib_free(rep->cal);

@@ -54,6 +54,11 @@ int study_wire_pack(const study_result_t *r, char **buf, size_t *len, err_t *e)
     put(&w, r->ctx_step_s, r->n_ctx * sizeof(double));
     put(&w, r->util_t_s, r->n_util * sizeof(double));
     put(&w, r->util, r->n_util * r->n_res * sizeof(double));
+    for (size_t i = 0; i < r->n_classes; i++) { /* each class's scalars, then its strings */
+        put(&w, &r->classes[i], sizeof r->classes[i]);
+        put_str(&w, r->classes[i].name);
+        put_str(&w, r->classes[i].method);
+    }
     if (w.oom) {
         free(w.p);
         return err_set(e, ERR_NOMEM, "out of memory packing the result of '%s'", r->label ? r->label : "");
@@ -122,21 +127,22 @@ int study_wire_unpack(const char *buf, size_t len, study_result_t **out, err_t *
     study_result_t *x = calloc(1, sizeof *x);
     if (!x) return err_set(e, ERR_NOMEM, "out of memory unpacking a result");
     get(&r, x, sizeof *x);
-    size_t n_res = r.err ? 0 : x->n_res, n_lost = r.err ? 0 : x->n_lost;
+    size_t n_res = r.err ? 0 : x->n_res, n_lost = r.err ? 0 : x->n_lost, n_classes = r.err ? 0 : x->n_classes;
     /* Every pointer is rebuilt below; counts stay 0 until their arrays exist, so a failure frees
      * only what was read. */
     x->label = x->binding = x->placement = x->flags = NULL;
     x->res = NULL;
     x->lost = NULL;
     x->ctx_tokens = x->ctx_step_s = x->util_t_s = x->util = NULL;
-    x->n_res = x->n_lost = 0;
+    x->classes = NULL;
+    x->n_res = x->n_lost = x->n_classes = 0;
     size_t n_ctx = x->n_ctx, n_util = x->n_util;
     x->n_ctx = x->n_util = 0;
     x->label = get_str(&r);
     x->binding = get_str(&r);
     x->placement = get_str(&r);
     x->flags = get_str(&r);
-    if (!r.err && (n_res > len || n_lost > len || n_ctx > len || n_util > len)) r.err = ERR_PARSE;
+    if (!r.err && (n_res > len || n_lost > len || n_ctx > len || n_util > len || n_classes > len)) r.err = ERR_PARSE;
     if (!r.err && n_res && !(x->res = calloc(n_res, sizeof *x->res))) r.err = ERR_NOMEM;
     for (size_t i = 0; !r.err && i < n_res; i++, x->n_res++) {
         x->res[i].name = get_str(&r);
@@ -154,6 +160,13 @@ int study_wire_unpack(const char *buf, size_t len, study_result_t **out, err_t *
     x->ctx_step_s = get_doubles(&r, n_ctx);
     x->util_t_s = get_doubles(&r, n_util);
     x->util = n_util && n_res > SIZE_MAX / n_util ? (r.err = ERR_PARSE, NULL) : get_doubles(&r, n_util * n_res);
+    if (!r.err && n_classes && !(x->classes = calloc(n_classes, sizeof *x->classes))) r.err = ERR_NOMEM;
+    for (size_t i = 0; !r.err && i < n_classes; i++, x->n_classes++) {
+        get(&r, &x->classes[i], sizeof x->classes[i]);
+        x->classes[i].name = x->classes[i].method = NULL;
+        x->classes[i].name = get_str(&r);
+        x->classes[i].method = get_str(&r);
+    }
     if (!r.err && r.at != len) r.err = ERR_PARSE;
     if (r.err) {
         study_result_free(x);

@@ -97,6 +97,27 @@ void exec_kick_later(exec_t *x, gpu_t *g)
 
 /* ---- public --------------------------------------------------------------------------------- */
 
+/* The histograms a statistics record owns (admit_waiting_s is made by exec_stats); false: out of memory. */
+static bool stats_hists_new(exec_stats_t *st)
+{
+    st->step_s = hist_new();
+    st->ttft_s = hist_new();
+    st->prefill_chunk_s = hist_new();
+    st->admit_wait_s = hist_new();
+    st->session_tps = hist_new();
+    return st->step_s && st->ttft_s && st->prefill_chunk_s && st->admit_wait_s && st->session_tps;
+}
+
+static void stats_hists_free(exec_stats_t *st)
+{
+    hist_free(st->step_s);
+    hist_free(st->ttft_s);
+    hist_free(st->prefill_chunk_s);
+    hist_free(st->admit_wait_s);
+    hist_free(st->admit_waiting_s);
+    hist_free(st->session_tps);
+}
+
 int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
 {
     *out = NULL;
@@ -126,16 +147,14 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     x->gpu_ctx = calloc((size_t)cfg->n_gpus, sizeof *x->gpu_ctx);
     x->stats.n_lost = sim_res_count(sim) + EXEC_LOST_EXTRA;
     x->stats.lost_ps = calloc(x->stats.n_lost, sizeof *x->stats.lost_ps);
-    x->stats.step_s = hist_new();
-    x->stats.ttft_s = hist_new();
-    x->stats.prefill_chunk_s = hist_new();
-    x->stats.admit_wait_s = hist_new();
-    x->stats.session_tps = hist_new();
+    bool hists = stats_hists_new(&x->stats);
+    if (cfg->n_groups && (x->groups = calloc(cfg->n_groups, sizeof *x->groups)))
+        for (uint32_t g = 0; g < cfg->n_groups; g++) hists = stats_hists_new(&x->groups[g]) && hists;
     if (cfg->hbm_pool && (x->hbm_pool = malloc((size_t)cfg->n_gpus * sizeof *x->hbm_pool)))
         memcpy(x->hbm_pool, cfg->hbm_pool, (size_t)cfg->n_gpus * sizeof *x->hbm_pool);
     x->cfg.hbm_pool = x->hbm_pool;
-    if (!x->gpus || !x->gpu_ctx || !x->stats.lost_ps || !x->stats.step_s || !x->stats.ttft_s || !x->stats.prefill_chunk_s ||
-        !x->stats.admit_wait_s || !x->stats.session_tps || (cfg->hbm_pool && !x->hbm_pool)) {
+    if (!x->gpus || !x->gpu_ctx || !x->stats.lost_ps || !hists || (cfg->n_groups && !x->groups) ||
+        (cfg->hbm_pool && !x->hbm_pool)) {
         exec_free(x);
         return err_set(e, ERR_NOMEM, "exec: out of memory");
     }
@@ -179,12 +198,9 @@ void exec_free(exec_t *x)
     free(x->gpu_ctx);
     free(x->arriving);
     free(x->stats.lost_ps);
-    hist_free(x->stats.step_s);
-    hist_free(x->stats.ttft_s);
-    hist_free(x->stats.prefill_chunk_s);
-    hist_free(x->stats.admit_wait_s);
-    hist_free(x->stats.admit_waiting_s);
-    hist_free(x->stats.session_tps);
+    stats_hists_free(&x->stats);
+    for (uint32_t g = 0; x->groups && g < x->cfg.n_groups; g++) stats_hists_free(&x->groups[g]);
+    free(x->groups);
     free(x->timeline);
     free(x->hbm_pool);
     free(x);
@@ -194,6 +210,8 @@ static int spec_check(const exec_t *x, const exec_session_spec_t *spec, err_t *e
 {
     if (spec->gpu < 0 || spec->gpu >= x->cfg.n_gpus)
         return err_set(e, ERR_INVAL, "session %llu: GPU %d of %d", (unsigned long long)spec->id, spec->gpu, x->cfg.n_gpus);
+    if (spec->group && spec->group >= x->cfg.n_groups)
+        return err_set(e, ERR_INVAL, "session %llu: group %u of %u", (unsigned long long)spec->id, spec->group, x->cfg.n_groups);
     if (!spec->n_turns) return err_set(e, ERR_INVAL, "session %llu: no turns", (unsigned long long)spec->id);
     if (!spec->provider.ops || !spec->provider.ops->build)
         return err_set(e, ERR_INVAL, "session %llu: no plan provider", (unsigned long long)spec->id);
@@ -246,6 +264,7 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     s->env = (plan_env_t){x, s};
     s->n_turns = spec->n_turns;
     s->open_loop = spec->open_loop;
+    s->group = spec->group;
     s->context = spec->context_tokens;
     s->final_tokens = spec->final_tokens > spec->context_tokens ? spec->final_tokens : spec->context_tokens;
     s->state = S_ARRIVING;
@@ -257,38 +276,45 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     return ERR_OK;
 }
 
-const exec_stats_t *exec_stats(const exec_t *x)
+/* Rebuilds st's per-session parts from the sessions of group g (all when all): sessions still
+ * running count with what they decoded so far. */
+static void stats_rebuild(const exec_t *x, exec_stats_t *st, bool all, uint32_t g)
 {
-    exec_stats_t *st = (exec_stats_t *)&x->stats;
-    /* Rebuilt on each call: sessions still running count with what they decoded so far. */
-    hist_t *tps = hist_new();
-    for (size_t i = 0; tps && i < x->n_sessions; i++) {
-        const sess_t *s = x->sessions[i];
-        uint64_t n = s->decoded - s->window_decoded;
-        sim_ps_t t = s->t_decode_ps - s->window_decode_ps;
-        if (n && t > 0) hist_add(tps, (double)n / ps_to_s(t));
-    }
-    if (tps) {
-        hist_free(st->session_tps);
-        st->session_tps = tps;
-    }
-    hist_t *waiting = hist_new();
-    for (size_t i = 0; waiting && i < x->n_sessions; i++) {
-        const sess_t *s = x->sessions[i];
-        if (!s->admitted && s->state == S_WAIT_MEM) hist_add(waiting, ps_to_s(sim_now(x->sim) - s->t_arrive));
-    }
-    if (waiting) {
-        hist_free(st->admit_waiting_s);
-        st->admit_waiting_s = waiting;
-    }
+    hist_t *tps = hist_new(), *waiting = hist_new();
     st->sessions_waiting = st->open_slo_ok = st->open_slo_missed = 0;
     for (size_t i = 0; i < x->n_sessions; i++) {
         const sess_t *s = x->sessions[i];
+        if (!all && s->group != g) continue;
+        uint64_t n = s->decoded - s->window_decoded;
+        sim_ps_t t = s->t_decode_ps - s->window_decode_ps;
+        if (tps && n && t > 0) hist_add(tps, (double)n / ps_to_s(t));
+        if (waiting && !s->admitted && s->state == S_WAIT_MEM) hist_add(waiting, ps_to_s(sim_now(x->sim) - s->t_arrive));
         st->sessions_waiting += s->state == S_WAIT_MEM;
         int open = s->state == S_ARRIVING ? -1 : exec_open_turn_slo(s, sim_now(x->sim));
         st->open_slo_ok += open == 1;
         st->open_slo_missed += open == 0;
     }
+    if (tps) {
+        hist_free(st->session_tps);
+        st->session_tps = tps;
+    }
+    if (waiting) {
+        hist_free(st->admit_waiting_s);
+        st->admit_waiting_s = waiting;
+    }
+}
+
+const exec_stats_t *exec_group_stats(const exec_t *x, uint32_t g)
+{
+    if (!x->groups || g >= x->cfg.n_groups) return NULL;
+    stats_rebuild(x, &x->groups[g], false, g);
+    return &x->groups[g];
+}
+
+const exec_stats_t *exec_stats(const exec_t *x)
+{
+    exec_stats_t *st = (exec_stats_t *)&x->stats;
+    stats_rebuild(x, st, true, 0);
     bool own = x->pol->own_ctx, own_thread = own || (x->cfg.launch_per_session && !x->pol->batching);
     st->launch_busy_ps = 0;
     for (int g = 0; !own && g < x->cfg.n_gpus; g++) st->launch_busy_ps += (double)x->gpu_ctx[g].busy_ps;
@@ -301,13 +327,18 @@ const exec_stats_t *exec_stats(const exec_t *x)
     return st;
 }
 
-void exec_stats_window_start(exec_t *x)
+static void stats_window_start(exec_stats_t *st)
 {
-    exec_stats_t *st = &x->stats;
     hist_t *const h[] = {st->step_s, st->ttft_s, st->prefill_chunk_s, st->admit_wait_s};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
         if (h[i]) hist_reset(h[i]);
     st->turns_done = st->turns_slo_ok = st->sessions_done = 0;
+}
+
+void exec_stats_window_start(exec_t *x)
+{
+    stats_window_start(&x->stats);
+    for (uint32_t g = 0; x->groups && g < x->cfg.n_groups; g++) stats_window_start(&x->groups[g]);
     for (size_t i = 0; i < x->n_sessions; i++) {
         sess_t *s = x->sessions[i];
         s->window_decoded = s->decoded;

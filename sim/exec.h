@@ -113,6 +113,7 @@ typedef struct exec_config {
     /* Called after every plan of every session (NULL: none): context before the plan, its latency. */
     void (*on_plan)(void *arg, uint64_t session, plan_phase_t phase, uint64_t context_tokens, double latency_s);
     void *on_plan_arg;
+    uint32_t n_groups;           /* sessions' groups whose statistics are also kept apart (0: none) */
 } exec_config_t;
 
 typedef struct exec_turn {
@@ -137,6 +138,7 @@ typedef struct exec_session_spec {
     const exec_turn_t *turns;
     size_t n_turns;
     plan_provider_t provider; /* ownership passes to the executor on success */
+    uint32_t group;          /* its group, < exec_config_t.n_groups (0 when there are none) */
 } exec_session_spec_t;
 
 /* Aggregated results. Histograms are in seconds; owned by the executor. */
@@ -196,6 +198,11 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e);
 
 /* Results so far (valid until exec_free or the next call). */
 const exec_stats_t *exec_stats(const exec_t *x);
+/* The statistics of group g's sessions alone (valid until exec_free or the next call): what a
+ * session's own events count (latencies, TTFT, tokens, turns and their SLO, admission, memory
+ * waits, preemptions, evictions, per-session rates); what belongs to the box (lost_ps, plans,
+ * standalone and actual sums, launch-thread time) is left 0. NULL: g is not below n_groups. */
+const exec_stats_t *exec_group_stats(const exec_t *x, uint32_t g);
 /* The recorded timeline ops (first timeline_plans plans), in completion order. */
 const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n);
 

@@ -93,8 +93,11 @@ void exec_sess_finish(sess_t *s, bool evicted)
     s->state = S_DONE;
     exec_sess_release(s);
     if (s->admitted) s->gpu->live--;
-    if (evicted) x->stats.evictions++;
-    else x->stats.sessions_done++;
+    exec_stats_t *st[2];
+    for (size_t i = 0, n = exec_sess_stats(s, st); i < n; i++) {
+        if (evicted) st[i]->evictions++;
+        else st[i]->sessions_done++;
+    }
     kick_all(x, s->gpu);
     exec_kick_later(x, s->gpu);
 }
@@ -113,7 +116,8 @@ void exec_sess_blocked(sess_t *s)
         exec_sess_finish(s, true);
         return;
     }
-    s->x->stats.preemptions++;
+    exec_stats_t *st[2];
+    for (size_t i = 0, n = exec_sess_stats(s, st); i < n; i++) st[i]->preemptions++;
     s->gpu->waiting_mem++;
     sess_wait_mem(s);
 }
@@ -127,7 +131,8 @@ static int sess_try_admit(sess_t *s, err_t *e)
     if (rc) return rc;
     s->admitted = true;
     s->gpu->live++;
-    hist_add(x->stats.admit_wait_s, ps_to_s(sim_now(x->sim) - s->t_arrive));
+    exec_stats_t *st[2];
+    for (size_t i = 0, n = exec_sess_stats(s, st); i < n; i++) hist_add(st[i]->admit_wait_s, ps_to_s(sim_now(x->sim) - s->t_arrive));
     return ERR_OK;
 }
 

@@ -129,6 +129,7 @@ struct sess {
     sim_ps_t window_decode_ps;
     double hbm_held, host_held;
     int8_t *queue_of;        /* hardware queue by plan stream (-1: none yet); NULL until first needed */
+    uint32_t group;          /* exec_session_spec_t.group */
 };
 
 struct exec {
@@ -140,6 +141,7 @@ struct exec {
     sess_t **sessions;
     size_t n_sessions, cap_sessions;
     exec_stats_t stats;
+    exec_stats_t *groups;    /* cfg.n_groups groups' own statistics (NULL: none) */
     uint64_t plans_started;
     exec_trace_op_t *timeline;
     size_t n_timeline, cap_timeline;
@@ -177,6 +179,16 @@ extern const exec_policy_t exec_policy_processes; /* sim/policy_timeslice.c */
 extern const exec_policy_t exec_policy_lockstep, exec_policy_continuous; /* sim/policy_batch.c */
 
 static inline double ps_to_s(sim_ps_t t) { return (double)t / (double)SIM_PS_PER_S; }
+
+/* The statistics an event of s counts in: the box's, then its group's when groups are kept.
+ * Returns how many of st[0..2) it filled. */
+static inline size_t exec_sess_stats(const sess_t *s, exec_stats_t *st[2])
+{
+    st[0] = &s->x->stats;
+    if (!s->x->groups) return 1;
+    st[1] = &s->x->groups[s->group];
+    return 2;
+}
 
 /* sim/exec.c: failing the simulation, growing arrays, the policy's deferred kick. */
 void exec_fail(exec_t *x, int code, const char *what);

@@ -129,34 +129,37 @@ void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
     if (s->prov.ops->completed && s->prov.ops->completed(s->prov.self, &s->env, &s->req, &e)) { exec_fail_err(x, &e); return; }
     s->plans++;
     s->context += s->req.new_tokens;
+    exec_stats_t *st[2];
+    size_t n_st = exec_sess_stats(s, st);
+    bool token = false;      /* the plan gave a token: a decode step, or a turn's last prefill chunk */
     if (s->req.phase == PLAN_PREFILL) {
         s->prefill_left -= s->req.new_tokens;
-        x->stats.prefill_tokens += s->req.new_tokens;
-        hist_add(x->stats.prefill_chunk_s, dt_s);
+        for (size_t i = 0; i < n_st; i++) {
+            st[i]->prefill_tokens += s->req.new_tokens;
+            hist_add(st[i]->prefill_chunk_s, dt_s);
+        }
         /* the turn's last prefill chunk samples its first token: TTFT ends here, and the turn's
          * decode steps give the tokens after it */
         if (!s->prefill_left && !s->first_token_done && s->decode_left) {
             s->decode_left--;
-            x->stats.decode_tokens++;
-            if (x->stats.decode_tokens == 1) x->stats.first_token_s = ps_to_s(now);
-            x->stats.last_token_s = ps_to_s(now);
-            s->first_token_done = true;
-            s->t_first_token = now;
-            hist_add(x->stats.ttft_s, ps_to_s(now - s->t_turn_ready));
+            token = true;
         }
     } else {
         s->decode_left--;
         s->decoded++;
         s->t_decode_ps += now - t_begin;
-        x->stats.decode_tokens++;
-        hist_add(x->stats.step_s, dt_s);
-        if (x->stats.decode_tokens == 1) x->stats.first_token_s = ps_to_s(now);
-        x->stats.last_token_s = ps_to_s(now);
-        if (!s->first_token_done) {
-            s->first_token_done = true;
-            s->t_first_token = now;
-            hist_add(x->stats.ttft_s, ps_to_s(now - s->t_turn_ready));
-        }
+        token = true;
+    }
+    for (size_t i = 0; token && i < n_st; i++) {
+        st[i]->decode_tokens++;
+        if (s->req.phase != PLAN_PREFILL) hist_add(st[i]->step_s, dt_s);
+        if (st[i]->decode_tokens == 1) st[i]->first_token_s = ps_to_s(now);
+        st[i]->last_token_s = ps_to_s(now);
+        if (!s->first_token_done) hist_add(st[i]->ttft_s, ps_to_s(now - s->t_turn_ready));
+    }
+    if (token && !s->first_token_done) {
+        s->first_token_done = true;
+        s->t_first_token = now;
     }
     if (x->cfg.on_plan) x->cfg.on_plan(x->cfg.on_plan_arg, s->id, s->req.phase, s->req.context_tokens, dt_s);
     double idle_s = s->turns[s->turn].step_idle_s;
@@ -167,8 +170,11 @@ void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
         return;
     }
     if (s->prefill_left || s->decode_left) { exec_sess_next(s); return; }
-    x->stats.turns_done++;
-    if (turn_meets_slo(s, now)) x->stats.turns_slo_ok++;
+    bool met = turn_meets_slo(s, now);
+    for (size_t i = 0; i < n_st; i++) {
+        st[i]->turns_done++;
+        st[i]->turns_slo_ok += met;
+    }
     s->turn++;
     if (s->turn >= s->n_turns) { exec_sess_finish(s, false); return; }
     const exec_turn_t *t = &s->turns[s->turn];
