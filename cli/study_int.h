@@ -9,6 +9,7 @@
 #include "models/hwcat.h"
 #include "models/llm.h"
 #include "models/method.h"
+#include "models/uplan.h"
 #include "sim/exec.h"
 #include "sim/sim.h"
 
@@ -45,6 +46,7 @@ typedef struct study_point {
     method_cfg_t mcfg;
     method_t *method;
     char *calib_path;           /* NULL: presets alone */
+    uplan_t *uplan;             /* method.plan: the user plan, or NULL */
 } study_point_t;
 
 /* A trace file read as its sessions arrive (cli/study_rep.c). */
