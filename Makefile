@@ -147,13 +147,14 @@ build/$(1)/odsim: build/$(1)/obj/cli/main.o $$(patsubst %.c,build/$(1)/obj/%.o,$
 	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(foreach m,$$(LIBDEPS_cli),build/$(1)/lib$$(m).a) \
 	    build/$(1)/libkref.a $$(LDLIBS) $$(MODE_$(1)_MPI)
 
-# One Criterion binary per tests/<dir>; tests/cli links the CLI objects too. libkref comes last: the
-# validation module's replay workload generator (validation/wlgen.h) calls the replay format's code.
+# One Criterion binary per tests/<dir>; tests/cli links the CLI objects too. libkref comes last: user
+# plans (models/uplan.h) and the validation module's replay workload generator (validation/wlgen.h)
+# call the replay format's code.
 $(foreach t,$(TEST_DIRS),
 build/$(1)/tests/test_$(t): $$(patsubst %.c,build/$(1)/obj/%.o,$$(wildcard tests/$(t)/*.c)) \
       $$(if $$(filter cli,$(t)),$$(patsubst %.c,build/$(1)/obj/%.o,$(CLI_SRCS)) build/$(1)/obj/build/gen/cmdtab.o) \
       $$(if $$(filter kernels,$(t)),,$$(foreach m,$$(or $$(TESTLIBS_$(t)),$$(LIBDEPS_$(t)),$$(LIBDEPS_cli)),build/$(1)/lib$$(m).a)) \
-      $$(if $$(filter cli kernels validation,$(t)),build/$(1)/libkref.a)
+      $$(if $$(filter cli kernels models validation,$(t)),build/$(1)/libkref.a)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD [$(1)] $$@"
 	@$$(CC) $$(MODE_$(1)_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(filter %.a,$$^) $$(LDLIBS) $$(MODE_$(1)_MPI) -lcriterion

@@ -9,6 +9,7 @@
 
 #include "cli/cmd.h"
 #include "cli/plan_replay.h"
+#include "cli/plan_yaml.h"
 #include "cli/study_alone.h"
 #include "cli/study_assume.h"
 #include "common/cfg.h"
@@ -22,6 +23,7 @@
 #include "models/opkind.h"
 #include "models/provider.h"
 #include "models/quality.h"
+#include "models/uplan.h"
 #include "sim/plan.h"
 #include "sim/sim.h"
 
@@ -31,11 +33,11 @@ typedef struct plan_args {
     const char *model, *method, *hw, *link, *calib, *catalog;
     const char *budget, *k, *page, *chunk, *window, *placement, *layout, *select, *union_f, *kv_dtype,
         *weight_dtype, *fetch, *index_fetch, *prefill_mode, *store, *k_from_planes, *prefetch, *plane_scan, *winners,
-        *plane_bits, *key_variances, *index_layout, *max_context, *emit_replay;
+        *plane_bits, *key_variances, *index_layout, *max_context, *emit_replay, *plan_file;
     uint64_t context;
     uint32_t prefill;
     int sessions;
-    bool json, have_context;
+    bool json, have_context, show_yaml;
 } plan_args_t;
 
 /* Every value option: its flag, the method key it sets (NULL: not a method key), and its slot. */
@@ -77,8 +79,8 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
     a->sessions = 1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
-        if (!strcmp(f, "--json")) {
-            a->json = true;
+        if (!strcmp(f, "--json") || !strcmp(f, "--show-yaml")) {
+            *(f[2] == 'j' ? &a->json : &a->show_yaml) = true;
             continue;
         }
         if (i + 1 >= argc) return cmd_usage_error(&cmd_plan, "%s needs a value", f);
@@ -90,8 +92,8 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
             a->have_context = true;
             continue;
         }
-        if (!strcmp(f, "--emit-replay")) {
-            a->emit_replay = v;
+        if (!strcmp(f, "--emit-replay") || !strcmp(f, "--plan")) {
+            *(f[2] == 'e' ? &a->emit_replay : &a->plan_file) = v;
             continue;
         }
         if (!strcmp(f, "--prefill")) {
@@ -116,8 +118,10 @@ static int parse_args(int argc, char **argv, plan_args_t *a)
         if (o == N_OPTS) return cmd_usage_error(&cmd_plan, "unknown option '%s'", f);
         *(const char **)((char *)a + opts[o].off) = v;
     }
-    if (!a->model || !a->method || !a->have_context)
-        return cmd_usage_error(&cmd_plan, "--model, --method and --context are required");
+    if (!a->model || (!a->method && !a->plan_file) || !a->have_context)
+        return cmd_usage_error(&cmd_plan, "--model, --method (or --plan) and --context are required");
+    if (a->show_yaml && (a->json || a->emit_replay || a->prefill))
+        return cmd_usage_error(&cmd_plan, "--show-yaml prints a decode step's plan alone (no --json, --emit-replay or --prefill)");
     return 0;
 }
 
@@ -155,6 +159,7 @@ typedef struct ctx {
     sim_t *sim;
     quality_t *quality;
     provider_t *prov;
+    uplan_t *uplan;               /* --plan: a whole plan, or edits of the method's */
     plan_t plan;
     sim_ps_t *finish, *alone;
     study_assumptions_t assumed;  /* assumed parameters that move the step's time */
@@ -167,6 +172,7 @@ static void ctx_free(ctx_t *c)
     free(c->alone);
     plan_free(&c->plan);
     provider_free(c->prov);
+    uplan_free(c->uplan);
     quality_free(c->quality);
     study_alone_free(c->alone_pt);
     study_free(c->study);
@@ -178,6 +184,31 @@ static sim_ps_t handoff_ps(const calib_t *cal)
     double us = 0;
     err_t e;
     return calib_get(cal, "ce_handoff_us", &us, &e) ? 0 : cost_ps(us * 1e-6);
+}
+
+/* The plan of req: the method's, the user plan's (whole) or the method's edited. */
+static int plan_at(const ctx_t *c, const plan_request_t *req, plan_t *out, err_t *e)
+{
+    const uplan_t *u = c->uplan;
+    if (u && u->whole) {
+        plan_reset(out, req->phase, req->new_tokens);
+        int L = uplan_layers(u, method_llm(provider_method(c->prov))->layers);
+        return uplan_build_whole(u, req->context_tokens, L, c->hw, provider_cost(c->prov), c->sim, 0, out, e);
+    }
+    int rc = provider_build(c->prov, c->sim, 0, req, out, e);
+    if (rc || !u) return rc;
+    plan_t edited;
+    cost_paths_t paths;
+    plan_init(&edited);
+    rc = cost_paths_resolve(provider_cost(c->prov), c->hw, c->sim, 0, HWINST_DRAM, &paths, e);
+    if (!rc) rc = uplan_apply_edits(u, out, req->context_tokens, provider_cost(c->prov), &paths, &edited, NULL, e);
+    if (!rc) {
+        plan_t t = *out;
+        *out = edited;
+        edited = t;
+    }
+    plan_free(&edited);
+    return rc;
 }
 
 static int setup(ctx_t *c, err_t *e)
@@ -198,13 +229,15 @@ static int setup(ctx_t *c, err_t *e)
     rc = qpath ? quality_load(qpath, &c->quality, e) : err_set(e, ERR_NOMEM, "out of memory");
     free(qpath);
     if (!rc) rc = provider_new_shared(study_alone_method(c->alone_pt), c->hw, c->cal, &c->prov, e);
+    /* edits that match nothing at the plan file's context are an error before anything is shown */
+    if (!rc && c->uplan && !c->uplan->whole) rc = uplan_check_edits(c->uplan, c->prov, c->sim, c->hw, e);
     if (rc) return rc;
     plan_init(&c->plan);
     plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, c->a.context, c->a.prefill ? c->a.prefill : 1, 0};
     rc = study_assumptions_of(c->study, 0, &req, &c->assumed, e);
     if (rc) return rc;
     calib_notes_reset(c->cal);
-    rc = provider_build(c->prov, c->sim, 0, &req, &c->plan, e);
+    rc = plan_at(c, &req, &c->plan, e);
     if (rc) return rc;
     /* finish times on the critical path, as plan_standalone_ps counts them */
     uint32_t n = c->plan.n_ops;
@@ -263,6 +296,16 @@ typedef struct layer_sum {
     double index_host, winner_host, kv_host, flush, hbm, flops, index_pieces, winner_pieces;
     sim_ps_t t_ps;
 } layer_sum_t;
+
+/* Layers the plan has ops in: the model's, or a whole user plan's own. */
+static int plan_layer_count(const ctx_t *c)
+{
+    int L = method_llm(provider_method(c->prov))->layers;
+    if (c->uplan && c->uplan->whole) L = uplan_layers(c->uplan, L);
+    for (uint32_t i = 0; i < c->plan.n_ops; i++)
+        if (c->plan.ops[i].layer != PLAN_NO_LAYER && c->plan.ops[i].layer + 1 > L) L = c->plan.ops[i].layer + 1;
+    return L;
+}
 
 static void sum_layers(const ctx_t *c, layer_sum_t *ls, int L, layer_sum_t *step)
 {
@@ -331,11 +374,16 @@ static void print_text(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     const method_t *mt = provider_method(c->prov);
     const method_cfg_t *cfg = method_cfg(mt);
     const llm_t *m = method_llm(mt);
-    int L = m->layers;
+    int L = plan_layer_count(c);
     study_assumptions_print(stdout, &c->assumed);
     printf("odsim plan: %s, %s, %s of %u token(s) at context %llu (window %lld), on %s (%s x%d, %s)\n", m->name,
            method_name(mt), c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
            (unsigned long long)c->a.context, (long long)cfg->window, c->hw->box, c->hw->gpu, c->hw->gpus, c->hw->link);
+    if (c->uplan)
+        printf("  user plan %s (%s, stated at context %llu): %s\n", c->uplan->name, c->uplan->file,
+               (unsigned long long)c->uplan->context,
+               c->uplan->whole ? "a whole plan, run as method dense (its settings below are dense's, not the plan's)"
+                               : "edits of the method's plan");
     if (c->a.prefill)
         printf("  prefill chunk: %u tokens (%s)\n", c->a.prefill,
                c->a.prefill <= PROVIDER_DECODE_MAX_TOKENS ? "a few tokens: planned as a decode step"
@@ -437,6 +485,10 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     json_object_set_new(root, "model", json_string(m->name));
     json_object_set_new(root, "method", json_string(method_name(mt)));
     json_object_set_new(root, "phase", json_string(c->a.prefill ? "prefill" : "decode"));
+    if (c->uplan)
+        json_object_set_new(root, "plan", json_pack("{s:s,s:s,s:s,s:I,s:i}", "name", c->uplan->name, "file", c->uplan->file,
+                                                    "form", c->uplan->whole ? "whole" : "edits", "context_tokens",
+                                                    (json_int_t)c->uplan->context, "edits", (int)c->uplan->n_edits));
     json_object_set_new(root, "hardware", json_pack("{s:s,s:s,s:s,s:i}", "box", c->hw->box, "gpu", c->hw->gpu, "link",
                                                     c->hw->link, "gpus", c->hw->gpus));
     json_object_set_new(root, "calib_hash", json_sprintf("%016llx", (unsigned long long)calib_hash(c->cal)));
@@ -464,7 +516,7 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
         json_object_set_new(root, method_name(mt), json_pack("{s:i,s:f,s:f,s:f}", "plane_bits", fs->plane_bits, "active_channels_mean",
                                                       fs->mean_active, "active_channels_sd", fs->sd_active,
                                                       "rel_residual_score_error", fs->mean_rel_residual));
-    int L = m->layers;
+    int L = plan_layer_count(c);
     layer_sum_t *ls = calloc((size_t)L, sizeof *ls), step, tot;
     if (!ls) {
         json_decref(root);
@@ -540,18 +592,17 @@ static void print_json(const ctx_t *c, sim_ps_t step_ps, const footprint_t *f, c
     free(ls);
 }
 
-/* --emit-replay: the plan as a replay workload, its transfers' pieces over their layer's host span
- * (the index's for an index fetch, the K/V's for the rest). */
-static int emit_replay(const ctx_t *c, err_t *e)
+/* Plan p (at context tokens) as a replay workload named name, its transfers' pieces over their
+ * layer's host span (the index's for an index fetch, the K/V's for the rest). */
+static int map_replay(const ctx_t *c, const plan_t *p, uint64_t context, const char *name, rf_workload_t *w,
+                      plan_replay_note_t *note, err_t *e)
 {
     const method_t *mt = provider_method(c->prov);
-    const plan_t *p = &c->plan;
-    plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, c->a.context, c->a.prefill ? c->a.prefill : 1, 0};
+    plan_request_t req = {c->a.prefill ? PLAN_PREFILL : PLAN_DECODE, context, c->a.prefill ? c->a.prefill : 1, 0};
     int L = method_llm(mt)->layers;
     double *span = calloc((size_t)p->n_ops + 1, sizeof *span);
     method_layer_t *ly = calloc((size_t)L, sizeof *ly);
-    rf_workload_t *w = malloc(sizeof *w);
-    int rc = span && ly && w ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+    int rc = span && ly ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
     for (int l = 0; !rc && l < L; l++)
         method_layer(mt, l, req.context_tokens, req.new_tokens, provider_prefill_formulas(&req), &ly[l]);
     for (uint32_t i = 0; !rc && i < p->n_ops; i++) {
@@ -559,23 +610,130 @@ static int emit_replay(const ctx_t *c, err_t *e)
         if (o->layer != PLAN_NO_LAYER && o->layer < L)
             span[i] = o->kind == OPKIND_INDEX_FETCH ? ly[o->layer].index_region_bytes : ly[o->layer].kv_region_bytes;
     }
-    char name[64], what[512];
-    if (c->a.prefill)
+    plan_replay_in_t in = {p, c->sim, c->hw, provider_cost(c->prov), method_llm(mt), span, name};
+    if (!rc) rc = plan_replay_make(&in, w, note, e);
+    free(span);
+    free(ly);
+    return rc;
+}
+
+/* What the plan is, for comment lines: "MODEL, METHOD (or user plan NAME), decode step of ...". */
+static void describe(const ctx_t *c, const char *cmd, char *out, size_t n)
+{
+    const method_t *mt = provider_method(c->prov);
+    char who[160];
+    if (c->uplan) snprintf(who, sizeof who, "%s plan %s of %s", c->uplan->whole ? "user" : method_name(mt), c->uplan->name, c->uplan->file);
+    else snprintf(who, sizeof who, "%s", method_name(mt));
+    snprintf(out, n, "odsim plan %s: %s, %s, %s of %u token(s) at context %llu, on %s (odsim %s)", cmd,
+             method_llm(mt)->name, who, c->a.prefill ? "prefill chunk" : "decode step", c->a.prefill ? c->a.prefill : 1,
+             (unsigned long long)c->a.context, c->hw->box, ODSIM_VERSION);
+}
+
+/* --emit-replay: the plan as a replay workload: a whole user plan's step exactly, else the mapping. */
+static int emit_replay(const ctx_t *c, err_t *e)
+{
+    const method_t *mt = provider_method(c->prov);
+    rf_workload_t *w = malloc(sizeof *w);
+    plan_replay_note_t *note = malloc(sizeof *note);
+    int rc = w && note ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+    char name[64], what[768];
+    if (c->uplan && c->uplan->whole) snprintf(name, sizeof name, "%s", c->uplan->name);
+    else if (c->a.prefill)
         snprintf(name, sizeof name, "plan-%s-%llu-prefill%u", method_name(mt), (unsigned long long)c->a.context, c->a.prefill);
     else
         snprintf(name, sizeof name, "plan-%s-%llu", method_name(mt), (unsigned long long)c->a.context);
-    snprintf(what, sizeof what, "odsim plan --emit-replay: %s, %s, %s of %u token(s) at context %llu, on %s (odsim %s)",
-             method_llm(mt)->name, method_name(mt), c->a.prefill ? "prefill chunk" : "decode step",
-             c->a.prefill ? c->a.prefill : 1, (unsigned long long)c->a.context, c->hw->box, ODSIM_VERSION);
-    plan_replay_note_t note;
-    plan_replay_in_t in = {p, c->sim, c->hw, provider_cost(c->prov), method_llm(mt), span, name};
-    if (!rc) rc = plan_replay_make(&in, w, &note, e);
-    if (!rc) rc = plan_replay_write(c->a.emit_replay, w, what, &note, e);
+    describe(c, "--emit-replay", what, sizeof what);
+    bool exact = c->uplan && c->uplan->whole;
+    if (!rc && exact) {
+        plan_replay_header(w, name);
+        rc = uplan_session(c->uplan, c->a.context, uplan_layers(c->uplan, method_llm(mt)->layers), &w->sessions[0], NULL, e);
+    } else if (!rc) {
+        rc = map_replay(c, &c->plan, c->a.context, name, w, note, e);
+    }
+    if (!rc) rc = plan_replay_write(c->a.emit_replay, w, what, exact ? NULL : note, e);
     if (rc) err_prefix(e, "--emit-replay %s", c->a.emit_replay);
-    free(span);
-    free(ly);
     free(w);
+    free(note);
     return rc;
+}
+
+/* --show-yaml: the plan as a whole user plan on stdout, its sizes compared with the plan at twice the
+ * context for their scale. */
+static int show_yaml(const ctx_t *c, err_t *e)
+{
+    const method_t *mt = provider_method(c->prov);
+    rf_workload_t *w1 = malloc(sizeof *w1), *w2 = malloc(sizeof *w2);
+    plan_replay_note_t *n1 = malloc(sizeof *n1), *n2 = malloc(sizeof *n2);
+    plan_t p2;
+    plan_init(&p2);
+    int rc = w1 && w2 && n1 && n2 ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
+    char name[64], what[768];
+    snprintf(name, sizeof name, "plan-%s-%llu", method_name(mt), (unsigned long long)c->a.context);
+    describe(c, "--show-yaml", what, sizeof what);
+    plan_request_t req2 = {PLAN_DECODE, 2 * c->a.context, 1, 0};
+    if (!rc) rc = map_replay(c, &c->plan, c->a.context, name, w1, n1, e);
+    if (!rc) rc = plan_at(c, &req2, &p2, e);
+    /* the plan at 2C may not map (a transfer beyond the format): then every size is fixed */
+    bool have2 = !rc && !map_replay(c, &p2, req2.context_tokens, name, w2, n2, e);
+    plan_yaml_in_t in = {&c->plan, &w1->sessions[0], have2 ? &w2->sessions[0] : NULL, n1, c->a.context,
+                         method_llm(mt)->layers, name, what};
+    if (!rc && plan_yaml_write(stdout, &in)) rc = err_set(e, ERR_IO, "stdout: write error");
+    plan_free(&p2);
+    free(w1);
+    free(w2);
+    free(n1);
+    free(n2);
+    return rc;
+}
+
+/* A whole user plan's footprint at context: its region on the host, its ops' device buffers in HBM
+ * (the model's weights beside them), checked for `sessions` sessions as footprint_check does. */
+static int whole_footprint(const ctx_t *c, uint64_t context, footprint_t *f, footprint_total_t *ft, err_t *e)
+{
+    const method_t *mt = provider_method(c->prov);
+    footprint_t dense;
+    footprint_session(mt, context, &dense);
+    memset(f, 0, sizeof *f);
+    memset(ft, 0, sizeof *ft);
+    rf_session_t *s = malloc(sizeof *s);
+    if (!s) return err_set(e, ERR_NOMEM, "out of memory");
+    int rc = uplan_session(c->uplan, context, uplan_layers(c->uplan, method_llm(mt)->layers), s, NULL, e);
+    if (!rc) replay_footprint(s, &f->hbm_buffer_bytes, &f->host_bytes);
+    free(s);
+    if (rc) return rc;
+    f->hbm_bytes = f->hbm_buffer_bytes;
+    f->hbm_weight_bytes = dense.hbm_weight_bytes;
+    const hw_t *hw = c->hw;
+    ft->sessions = c->a.sessions;
+    ft->sessions_per_gpu = (c->a.sessions + hw->gpus - 1) / hw->gpus;
+    ft->host_bytes = f->host_bytes * c->a.sessions;
+    ft->host_capacity_bytes = hw->host_dram_bytes;
+    ft->hbm_bytes_per_gpu = f->hbm_weight_bytes + f->hbm_bytes * ft->sessions_per_gpu;
+    ft->hbm_capacity_bytes = hw->hbm_bytes - hw->hbm_reserve_bytes;
+    if (ft->host_bytes > ft->host_capacity_bytes)
+        return err_set(e, ERR_INFEASIBLE, "infeasible: %d session(s) of plan %s need %.2f GiB of host DRAM, the box '%s' has %.2f GiB",
+                       ft->sessions, c->uplan->name, ft->host_bytes / 1073741824.0, hw->box, ft->host_capacity_bytes / 1073741824.0);
+    if (ft->hbm_bytes_per_gpu > ft->hbm_capacity_bytes)
+        return err_set(e, ERR_INFEASIBLE, "infeasible: a %s needs %.2f GiB of HBM (weights and plan %s's buffers), it has %.2f GiB usable",
+                       hw->gpu, ft->hbm_bytes_per_gpu / 1073741824.0, c->uplan->name, ft->hbm_capacity_bytes / 1073741824.0);
+    return ERR_OK;
+}
+
+/* --plan FILE: read; a whole plan runs as method dense (its model, weights and names), edits on the
+ * method given. */
+static int load_user_plan(ctx_t *c, err_t *e)
+{
+    int rc = uplan_load(c->a.plan_file, &c->uplan, e);
+    if (rc) return rc;
+    if (c->uplan->whole) {
+        if (c->a.method && strcmp(c->a.method, "dense"))
+            return err_set(e, ERR_INVAL, "--plan %s is a whole plan: it runs as method dense (docs/plans.md), not %s",
+                           c->a.plan_file, c->a.method);
+        c->a.method = "dense";
+    } else if (!c->a.method) {
+        return err_set(e, ERR_INVAL, "--plan %s edits a built-in plan: --method names which", c->a.plan_file);
+    }
+    return ERR_OK;
 }
 
 static int plan_main(int argc, char **argv)
@@ -586,9 +744,14 @@ static int plan_main(int argc, char **argv)
     if (rc) return rc;
     err_t e;
     err_clear(&e);
-    if (setup(&c, &e)) {
+    if ((c.a.plan_file && load_user_plan(&c, &e)) || setup(&c, &e)) {
         ctx_free(&c);
         return cmd_fail("plan", "%s", e.msg);
+    }
+    if (c.a.show_yaml) {
+        rc = show_yaml(&c, &e) ? cmd_fail("plan", "%s", e.msg) : 0;
+        ctx_free(&c);
+        return rc;
     }
     sim_ps_t step_ps = 0;
     if (plan_standalone_ps(&c.plan, c.sim, handoff_ps(c.cal), &step_ps, &e)) {
@@ -602,10 +765,12 @@ static int plan_main(int argc, char **argv)
     footprint_t f;
     footprint_total_t ft;
     const method_t *mt = provider_method(c.prov);
-    footprint_session(mt, c.a.context + (c.a.prefill ? c.a.prefill : 1), &f);
+    uint64_t at = c.a.context + (c.a.prefill ? c.a.prefill : 1);
+    footprint_session(mt, at, &f);
     err_t fe;
     err_clear(&fe);
-    int feas = footprint_check(mt, c.hw, c.a.context + (c.a.prefill ? c.a.prefill : 1), c.a.sessions, &ft, &fe);
+    int feas = c.uplan && c.uplan->whole ? whole_footprint(&c, at, &f, &ft, &fe)
+                                         : footprint_check(mt, c.hw, at, c.a.sessions, &ft, &fe);
     if (c.a.json) print_json(&c, step_ps, &f, &ft, feas, fe.msg);
     else print_text(&c, step_ps, &f, &ft, feas, fe.msg);
     ctx_free(&c);
@@ -616,7 +781,7 @@ static int plan_main(int argc, char **argv)
 const cmd_t cmd_plan = {
     "plan",
     "the plan of one decode step or prefill chunk of one session alone: bytes, pieces, time, footprint",
-    "usage: odsim plan --model M --method X --context N [options] [--json]\n"
+    "usage: odsim plan --model M --method X --context N [options] [--json | --show-yaml]\n"
     "  --model M          LLM shape (models/catalog/llms.yaml): qwen3-8b, llama-3.1-8b, qwen2.5-7b, ...\n"
     "  --method X         an attention method (`odsim params method` lists them)\n"
     "  --context N        tokens already in the context (the scenarios' suffixes: 1M = 10^6, 1Mi = 2^20)\n"
@@ -640,7 +805,12 @@ const cmd_t cmd_plan = {
     "  --key-variances L  Fathom's key-channel variances, '[v0, v1, ...]' (default: log-normal with outliers)\n"
     "  --sessions S       sessions for the footprint total (default 1)\n"
     "  --emit-replay FILE also write the plan as a replay workload (docs/replay.md) for kbench replay and\n"
-    "                     odsim replay: one session, mode streams; the mapping is approximate (cli/plan_replay.h)\n"
+    "                     odsim replay: one session, mode streams; the mapping is approximate (cli/plan_replay.h),\n"
+    "                     a whole --plan's step exact\n"
+    "  --plan FILE        a user plan (docs/plans.md): a whole plan (runs as method dense; --method may be left\n"
+    "                     out) or edits of --method's plan\n"
+    "  --show-yaml        print the plan as a whole user plan (YAML alone on stdout; approximate as\n"
+    "                     --emit-replay's mapping)\n"
     "  --calib FILE       calibration profile (default " STUDY_DEFAULT_CALIBRATION ", as odsim run; none: presets)\n"
     "  --catalog DIR      catalog directory (default " STUDY_DEFAULT_CATALOG " under the data root: docs/data-root.md)\n"
     "  --json             the same as JSON, every figure named with its unit\n",

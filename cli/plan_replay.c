@@ -39,6 +39,7 @@ static rf_op_t *emit(build_t *b, uint32_t plan_op, int kind, uint32_t stream)
     o->kind = (rf_kind_t)kind;
     o->stream = kind == RF_OP_SYNC || kind == RF_OP_HOST ? 0 : fold(stream);
     b->want_span[b->s->n_ops] = 0;
+    b->note->source[b->s->n_ops] = plan_op;
     b->rid[plan_op] = b->s->n_ops++;
     return o;
 }
@@ -246,18 +247,23 @@ static int map_op(build_t *b, uint32_t i)
     return ERR_OK;
 }
 
-int plan_replay_make(const plan_replay_in_t *in, rf_workload_t *w, plan_replay_note_t *note, err_t *e)
+void plan_replay_header(rf_workload_t *w, const char *name)
 {
     memset(w, 0, sizeof *w);
-    memset(note, 0, sizeof *note);
-    if (strlen(in->name) > RF_NAME_MAX) return err_set(e, ERR_INVAL, "replay name '%s' is longer than %d", in->name, RF_NAME_MAX);
-    snprintf(w->name, sizeof w->name, "%s", in->name);
+    snprintf(w->name, sizeof w->name, "%s", name);
     w->mode = RF_MODE_STREAMS;
     w->window_ms = 500;
     w->min_steps = 10;
     w->warmup_steps = 3;
     w->seed = 1;
     w->n_sessions = 1;
+}
+
+int plan_replay_make(const plan_replay_in_t *in, rf_workload_t *w, plan_replay_note_t *note, err_t *e)
+{
+    memset(note, 0, sizeof *note);
+    if (strlen(in->name) > RF_NAME_MAX) return err_set(e, ERR_INVAL, "replay name '%s' is longer than %d", in->name, RF_NAME_MAX);
+    plan_replay_header(w, in->name);
     build_t *b = malloc(sizeof *b);
     uint32_t *rid = malloc(((size_t)in->plan->n_ops + 1) * sizeof *rid);
     int rc = b && rid ? ERR_OK : err_set(e, ERR_NOMEM, "out of memory");
@@ -294,15 +300,17 @@ int plan_replay_write(const char *path, const rf_workload_t *w, const char *what
     FILE *m = open_memstream(&buf, &n);
     if (!m) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
     fprintf(m, "# %s\n", what);
-    fprintf(m, "# approximate (cli/plan_replay.h): each plan op is the replay op of its path; kernels keep their HBM\n"
-               "# bytes and their time alone (an hbm read, then a spin), not their code; GEMMs are BF16 whatever the\n"
-               "# weights; pieces are powers of two at random slots of their span; launches are separate, not a graph\n");
-    fprintf(m, "# dropped: batching and merge keys; %u kernel(s) partly or wholly a spin; %u cross-stream dependencies\n"
-               "# beyond 8 per op; %u d2h copies coarsened to 256 pieces (one API call each);\n"
-               "# %u GEMMs shaped from FLOPs and bytes", note->spins, note->after_dropped,
-            note->d2h_coarsened, note->gemm_from_flops);
-    if (note->span_clipped_bytes > 0) fprintf(m, "; spans of %.0f bytes cut to the 64 GiB region", note->span_clipped_bytes);
-    fputc('\n', m);
+    if (note) {
+        fprintf(m, "# approximate (cli/plan_replay.h): each plan op is the replay op of its path; kernels keep their HBM\n"
+                   "# bytes and their time alone (an hbm read, then a spin), not their code; GEMMs are BF16 whatever the\n"
+                   "# weights; pieces are powers of two at random slots of their span; launches are separate, not a graph\n");
+        fprintf(m, "# dropped: batching and merge keys; %u kernel(s) partly or wholly a spin; %u cross-stream dependencies\n"
+                   "# beyond 8 per op; %u d2h copies coarsened to 256 pieces (one API call each);\n"
+                   "# %u GEMMs shaped from FLOPs and bytes", note->spins, note->after_dropped,
+                note->d2h_coarsened, note->gemm_from_flops);
+        if (note->span_clipped_bytes > 0) fprintf(m, "; spans of %.0f bytes cut to the 64 GiB region", note->span_clipped_bytes);
+        fputc('\n', m);
+    }
     int rc = rf_write(m, w);
     fclose(m);
     if (rc || !buf) {

@@ -49,7 +49,12 @@ typedef struct plan_replay_note {
     uint32_t gemm_from_flops;  /* GEMMs whose shape came from flops and bytes, not the model */
     uint32_t spins;            /* kernels whose time (or part of it) became a spin */
     double span_clipped_bytes; /* the largest span cut down to the region's 64 GiB limit (0: none) */
+    uint32_t source[RF_MAX_OPS]; /* per replay op: the plan op it stands for */
 } plan_replay_note_t;
+
+/* Zeroes *w and sets the header a one-session plan's workload has: name, mode streams, window_ms 500,
+ * min_steps 10, warmup_steps 3, seed 1, one session (its ops the caller's). */
+void plan_replay_header(rf_workload_t *w, const char *name);
 
 /* Maps in->plan into *w (one session, mode streams, window_ms 500). Errors: ERR_RANGE (more than
  * RF_MAX_OPS replay ops, or a transfer beyond what the format holds, naming the plan op),
@@ -57,7 +62,8 @@ typedef struct plan_replay_note {
 int plan_replay_make(const plan_replay_in_t *in, rf_workload_t *w, plan_replay_note_t *note, err_t *e);
 
 /* Writes w to path atomically (common/atomicio.h), after comment lines naming `what` (the command
- * and plan it came from) and saying what the mapping approximates and dropped (note). Errors:
+ * and plan it came from) and saying what the mapping approximates and dropped (note; NULL: w is not
+ * a mapping but exact, a user plan's step, and no such line is written). Errors:
  * ERR_IO naming the path. */
 int plan_replay_write(const char *path, const rf_workload_t *w, const char *what, const plan_replay_note_t *note,
                       err_t *e);

@@ -9,6 +9,7 @@
 #include "models/hwcat.h"
 #include "models/llm.h"
 #include "models/method.h"
+#include "models/uplan.h"
 #include "sim/exec.h"
 #include "sim/sim.h"
 
@@ -48,6 +49,7 @@ typedef struct study_point {
     scn_class_t *classes;       /* session classes (n_classes 0: none) */
     size_t n_classes;
     method_cfg_t *class_mcfg;   /* each class's own method (bound where classes[i].method) */
+    uplan_t *uplan;             /* method.plan: the user plan, or NULL */
 } study_point_t;
 
 /* A trace file read as its sessions arrive (cli/study_rep.c). */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/study_class.h"
 #include "cli/study_int.h"
@@ -46,6 +47,7 @@ void study_point_free(study_point_t *pt)
     llm_free(&pt->llm);
     hw_free(&pt->hw);
     free(pt->calib_path);
+    uplan_free(pt->uplan);
     cfg_free(pt->doc);
     memset(pt, 0, sizeof *pt);
 }
@@ -92,8 +94,45 @@ static int bind_classes(study_point_t *pt, err_t *e)
             rc = cfg_error(e, ERR_INVAL, m, "a class's weights_dtype must be the scenario method's (the weights are loaded once)");
         if (!rc && mc->tier != pt->mcfg.tier)
             rc = cfg_error(e, ERR_INVAL, m, "a class's tier must be the scenario method's (host-side data goes to one pool)");
+        if (!rc && mc->plan[0])
+            rc = cfg_error(e, ERR_INVAL, cfg_get(m, "plan"), "a class's method takes no plan (a user plan applies to the scenario's method)");
     }
     return rc;
+}
+
+/* method.plan: the file beside the scenario that names it, else as other data files are found; a
+ * whole plan runs as method dense, its map holding nothing else. */
+static int load_user_plan(study_t *s, study_point_t *pt, err_t *e)
+{
+    const cfg_node_t *m = pt->top.method, *node = cfg_get(m, "plan");
+    const char *rel = pt->mcfg.plan, *file = cfg_file(node), *slash = strrchr(file, '/');
+    char *path = NULL;
+    if (rel[0] != '/' && slash) {
+        size_t n = (size_t)(slash - file) + strlen(rel) + 2;
+        path = malloc(n);
+        if (path) snprintf(path, n, "%.*s/%s", (int)(slash - file), file, rel);
+        if (path && access(path, R_OK)) {
+            free(path);
+            path = NULL;
+        }
+    }
+    if (!path) path = study_path(s, rel);
+    int rc = path ? uplan_load(path, &pt->uplan, e) : err_set(e, ERR_NOMEM, "out of memory");
+    free(path);
+    if (rc) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        return cfg_error(e, rc, node, "%s", msg);
+    }
+    if (!pt->uplan->whole) return ERR_OK;
+    for (size_t i = 0; i < cfg_size(m); i++) {
+        const char *k = cfg_key_at(m, i);
+        if (!strcmp(k, "plan") || (!strcmp(k, "method") && !strcmp(cfg_str(cfg_at(m, i)) ? cfg_str(cfg_at(m, i)) : "", "dense")))
+            continue;
+        return cfg_error(e, ERR_INVAL, cfg_at(m, i), "plan %s is a whole plan: it runs as method dense, with no other method key",
+                         pt->uplan->file);
+    }
+    return ERR_OK;
 }
 
 /* Point i up to its method's configuration: bound, presets looked up, pt->method not built. */
@@ -109,6 +148,7 @@ static int resolve_bound(study_t *s, size_t i, study_point_t *pt, err_t *e)
         probe_shape(&pt->probe, &pt->llm);
     if (!rc) rc = method_cfg_bind(pt->top.method, &pt->mcfg, e);
     if (!rc) rc = bind_classes(pt, e);
+    if (!rc && pt->mcfg.plan[0]) rc = load_user_plan(s, pt, e);
     if (!rc && strcmp(pt->top.calibration, "none")) {
         pt->calib_path = study_path(s, pt->top.calibration);
         if (!pt->calib_path) rc = err_set(e, ERR_NOMEM, "out of memory");

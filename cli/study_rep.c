@@ -313,11 +313,27 @@ static int make_provider(feed_t *f, const method_t *mt, plan_provider_t *out, er
         if (!rc) *out = protocol_wrap(pp);
         return rc;
     }
+    const uplan_t *u = mt == f->rep->method ? pt->uplan : NULL;   /* a class's own method has none */
+    if (u && u->whole) return uplan_provider(u, uplan_layers(u, pt->llm.layers), &pt->hw, &f->rep->cost, (plan_provider_t){0}, out, e);
     provider_t *p;
     int rc = provider_new_costed(mt, &pt->hw, &f->rep->cost, &p, e);
     if (rc) return rc;
     *out = provider_wrap(p);
-    return ERR_OK;
+    if (!u) return ERR_OK;
+    rc = uplan_provider(u, pt->llm.layers, &pt->hw, &f->rep->cost, *out, out, e);
+    if (rc) out->ops->destroy(out->self, NULL);
+    return rc;
+}
+
+/* A user plan's edits each match an op of the method's plan at the plan's context. */
+static int check_edits(const study_point_t *pt, study_rep_t *rep, err_t *e)
+{
+    if (!pt->uplan || pt->uplan->whole) return ERR_OK;
+    provider_t *p;
+    int rc = provider_new_costed(rep->method, &pt->hw, &rep->cost, &p, e);
+    if (!rc) rc = uplan_check_edits(pt->uplan, p, rep->sim, &pt->hw, e);
+    provider_free(p);
+    return rc;
 }
 
 /* Adds the session at placement index `index` (its class's, with classes) on GPU gpu. */
@@ -697,6 +713,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     mcfg.seed = (int64_t)study_seed(pt, k, STUDY_STREAM_PLANS);
     if (!rc) rc = method_new(&mcfg, &pt->llm, &rep->method, e);
     if (!rc && pt->n_classes) rc = study_classes_new(pt, k, mcfg.seed, rep->method, &rep->classes, e);
+    if (!rc) rc = check_edits(pt, rep, e);
     feed_t f = {s, pt, rep, k, 0, opts};
     if (!rc) {
         if (pt->wl.kind == SCN_WL_GENERATOR) rc = feed_generator(&f, e);

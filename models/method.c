@@ -64,6 +64,8 @@ static const cfg_param_t method_params[] = {
        "Fathom: plane bits per plan, fixed (budget then follows: their mean reads with scales); 0: the largest whose mean reads meet budget"),
     P_("key_variances", CFG_T_NODE, key_variances_node, NULL, 1, 0, NULL,
        "Fathom: the variance of each key channel, a list of head_dim positive numbers (measured keys, or a measured run's key_sigma2 header line); absent: log-normal with outliers (chosen: 48 plane bits touch 30-34 of 128 channels)"),
+    P_("plan", CFG_T_STRING, plan, "", 1, 0, NULL,
+       "a user plan file (docs/plans.md): edits of this method's plan, or a whole plan (then method dense and no other key); a relative path is found beside the scenario file first"),
     P_("seed", CFG_T_INT, seed, "1", 0, 1e18, NULL, "seed of the Fathom planner's statistics"),
     P_("queries", CFG_T_INT, queries, "512", 16, 1e7, NULL, "queries sampled by the Fathom planner's statistics"),
 };

@@ -76,6 +76,7 @@ typedef struct method_cfg {
     double union_factor;    /* u for per-query-head selection; 0: (1 + G)/2 */
     int layout;             /* method_layout_t */
     const char *placement;  /* host | hbm | layers:L | layers:a-b,c,... | planes:t */
+    const char *plan;       /* a user plan file (models/uplan.h; "" none): read by the study, not the method */
     int kv_dtype, weight_dtype; /* llm_dtype_t */
     bool k_from_planes;     /* winner keys from 4-bit keys instead of bf16/fp8 rows */
     int store;              /* sparq: method_store_t */

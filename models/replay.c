@@ -62,17 +62,6 @@ void replay_footprint(const rf_session_t *s, double *hbm_bytes, double *host_byt
     *host_bytes = (double)s->region_bytes;
 }
 
-/* The step being built: the plan, the last op of each stream so far (a sync waits for them), and
- * whether the next op follows a sync. */
-typedef struct step_b {
-    replay_prov_t *p;
-    const cost_paths_t *paths;
-    plan_t *out;
-    uint32_t last[REPLAY_HOST_STREAM + 1];
-    bool after_sync;
-    err_t *e;
-} step_b_t;
-
 static plan_op_t op_new(int kind, uint32_t stream)
 {
     plan_op_t op;
@@ -84,6 +73,91 @@ static plan_op_t op_new(int kind, uint32_t stream)
     return op;
 }
 
+/* A host op holding the launch thread for launch_ps. */
+static plan_op_t host_op(int kind, sim_ps_t launch_ps)
+{
+    plan_op_t op = op_new(kind, REPLAY_HOST_STREAM);
+    op.exec = PLAN_EXEC_CPU;
+    op.launch_ps = launch_ps;
+    return op;
+}
+
+static const int transfer_kind[] = {
+    [RF_OP_H2D] = OPKIND_H2D_COPY, [RF_OP_D2H] = OPKIND_D2H_COPY, [RF_OP_H2D2D] = OPKIND_H2D_COPY2D,
+    [RF_OP_H2DBATCH] = OPKIND_H2D_BATCH, [RF_OP_GATHER] = OPKIND_SM_GATHER};
+
+int replay_cost_op(const rf_op_t *ro, const cost_t *c, const cost_paths_t *pa, plan_op_t out[2], uint32_t *n_out,
+                   err_t *e)
+{
+    double pieces = (double)ro->pieces, bytes = pieces * (double)ro->piece_bytes, span = (double)ro->span_bytes;
+    plan_op_t *op = &out[0];
+    *n_out = 1;
+    switch (ro->kind) {
+    case RF_OP_SYNC:
+        *n_out = 0;
+        return ERR_OK;
+    case RF_OP_HOST:
+        *op = host_op(OPKIND_HOST_BUSY, cost_ps((double)ro->us * 1e-6));
+        return ERR_OK;
+    case RF_OP_H2D:
+    case RF_OP_D2H:
+    case RF_OP_H2D2D:
+    case RF_OP_H2DBATCH:
+    case RF_OP_GATHER:
+        *op = op_new(transfer_kind[ro->kind], ro->stream);
+        if (ro->kind == RF_OP_H2D || ro->kind == RF_OP_D2H) {
+            cost_ce_chain(c, pa, ro->kind == RF_OP_H2D, bytes, pieces, op);
+        } else if (ro->kind == RF_OP_H2D2D) {
+            bool strided = pieces > 1 && (double)rf_pitch(ro) >= c->host_page_bytes;
+            cost_transfer(c, pa, strided ? COST_CE_STRIDED : COST_CE, true, bytes, pieces, span, COST_GATHER_STEP, op);
+        } else {
+            cost_transfer(c, pa, ro->kind == RF_OP_GATHER ? COST_SM_GATHER : COST_CE_BATCH, true, bytes, pieces, span,
+                          COST_GATHER_ALONE, op);
+        }
+        op->bytes_host = op->bytes_hbm = bytes;
+        /* the chain's other calls: host time after the first, which already runs */
+        if ((ro->kind == RF_OP_H2D || ro->kind == RF_OP_D2H) && ro->pieces > 1) {
+            out[1] = host_op(OPKIND_LAUNCH, cost_ps((pieces - 1) * c->copy_launch_s));
+            *n_out = 2;
+        }
+        return ERR_OK;
+    case RF_OP_HBM:
+        *op = op_new(OPKIND_HBM_STREAM, ro->stream);
+        cost_kernel(c, pa, OPKIND_HBM_STREAM, (double)ro->bytes, 0, LLM_BF16, op);
+        op->bytes_hbm = (double)ro->bytes;
+        return ERR_OK;
+    case RF_OP_COMPUTE: {
+        *op = op_new(OPKIND_COMPUTE, ro->stream);
+        int rc = cost_compute_fp32(c, pa, (double)ro->flops, op, e);
+        op->flops = (double)ro->flops;
+        return rc;
+    }
+    case RF_OP_GEMM: {
+        /* the projections' form at batch 1: weights k·n and activations m·(k + n) in BF16, 2·m·n·k
+         * FLOPs; a replay has no batch to merge, so the cost is fixed (no cost_fn to outlive) */
+        double m = (double)ro->m, n = (double)ro->n, k = (double)ro->k;
+        cost_gemm_t g;
+        cost_gemm_init(c, 2.0 * k * n, 2.0 * (k + n), 2.0 * k * n, m, 1, LLM_BF16, &g);
+        *op = op_new(OPKIND_GEMM, ro->stream);
+        cost_gemm_op(c, pa, &g, op);
+        op->cost_fn = NULL;
+        op->cost_model = NULL;
+        op->bytes_hbm = op->cost.work;
+        op->flops = 2.0 * m * n * k;
+        return ERR_OK;
+    }
+    case RF_OP_SPIN:
+        *op = op_new(OPKIND_SPIN, ro->stream);
+        op->exec = PLAN_EXEC_GPU;
+        op->cost.latency_ps = cost_ps((double)ro->us * 1e-6);
+        op->launch_ps = cost_ps(c->launch_s);
+        calib_note(c->cal, "launch_us", NAN);
+        return ERR_OK;
+    default:
+        return err_set(e, ERR_INVAL, "unknown kind %d", (int)ro->kind);
+    }
+}
+
 /* Appends plan op id to deps[0..*n) unless it is none or already there. */
 static void dep_put(uint32_t *deps, uint32_t *n, uint32_t id)
 {
@@ -92,110 +166,45 @@ static void dep_put(uint32_t *deps, uint32_t *n, uint32_t id)
     if (id != REPLAY_NO_OP) deps[(*n)++] = id;
 }
 
-/* Adds op for replay op ro (NULL: a chain's other calls) with its `after` ops and, after a sync,
- * every stream's last op as host_sync dependencies. */
-static int add(step_b_t *b, plan_op_t *op, const rf_op_t *ro, uint32_t *id)
+int replay_cost_session(const rf_session_t *s, const cost_t *c, const cost_paths_t *pa, const replay_label_t *labels,
+                        plan_t *out, uint32_t *plan_of, err_t *e)
 {
-    uint32_t deps[RF_MAX_AFTER + REPLAY_HOST_STREAM + 1], n = 0;
-    for (uint32_t k = 0; ro && k < ro->n_after; k++) dep_put(deps, &n, b->p->plan_of[ro->after[k]]);
-    if (b->after_sync) {
-        op->host_sync = true;
-        b->after_sync = false;
-        for (uint32_t s = 0; s <= REPLAY_HOST_STREAM; s++) dep_put(deps, &n, b->last[s]);
-    }
-    int rc = plan_add(b->out, op, deps, n, id, b->e);
-    if (!rc) b->last[op->stream] = *id;
-    return rc;
-}
-
-/* A host op holding the launch thread for launch_ps. */
-static int add_host(step_b_t *b, int kind, sim_ps_t launch_ps, const rf_op_t *ro, uint32_t *id)
-{
-    plan_op_t op = op_new(kind, REPLAY_HOST_STREAM);
-    op.exec = PLAN_EXEC_CPU;
-    op.launch_ps = launch_ps;
-    return add(b, &op, ro, id);
-}
-
-static const int transfer_kind[] = {
-    [RF_OP_H2D] = OPKIND_H2D_COPY, [RF_OP_D2H] = OPKIND_D2H_COPY, [RF_OP_H2D2D] = OPKIND_H2D_COPY2D,
-    [RF_OP_H2DBATCH] = OPKIND_H2D_BATCH, [RF_OP_GATHER] = OPKIND_SM_GATHER};
-
-/* The plan op(s) of replay op i. */
-static int add_op(step_b_t *b, uint32_t i)
-{
-    const rf_op_t *ro = &b->p->s.ops[i];
-    const cost_t *c = b->p->cost;
-    const cost_paths_t *pa = b->paths;
-    double pieces = (double)ro->pieces, bytes = pieces * (double)ro->piece_bytes, span = (double)ro->span_bytes;
-    uint32_t *id = &b->p->plan_of[i];
-    plan_op_t op;
-    int rc = ERR_OK;
-    switch (ro->kind) {
-    case RF_OP_SYNC:
-        b->after_sync = true;
-        return ERR_OK;
-    case RF_OP_HOST:
-        return add_host(b, OPKIND_HOST_BUSY, cost_ps((double)ro->us * 1e-6), ro, id);
-    case RF_OP_H2D:
-    case RF_OP_D2H:
-    case RF_OP_H2D2D:
-    case RF_OP_H2DBATCH:
-    case RF_OP_GATHER: {
-        op = op_new(transfer_kind[ro->kind], ro->stream);
-        if (ro->kind == RF_OP_H2D || ro->kind == RF_OP_D2H) {
-            cost_ce_chain(c, pa, ro->kind == RF_OP_H2D, bytes, pieces, &op);
-        } else if (ro->kind == RF_OP_H2D2D) {
-            bool strided = pieces > 1 && (double)rf_pitch(ro) >= c->host_page_bytes;
-            cost_transfer(c, pa, strided ? COST_CE_STRIDED : COST_CE, true, bytes, pieces, span, COST_GATHER_STEP, &op);
-        } else {
-            cost_transfer(c, pa, ro->kind == RF_OP_GATHER ? COST_SM_GATHER : COST_CE_BATCH, true, bytes, pieces, span,
-                          COST_GATHER_ALONE, &op);
+    /* the last plan op of each stream so far (a sync waits for them), and whether the next op
+     * follows a sync */
+    uint32_t last[REPLAY_HOST_STREAM + 1];
+    bool after_sync = false;
+    for (uint32_t st = 0; st <= REPLAY_HOST_STREAM; st++) last[st] = REPLAY_NO_OP;
+    for (uint32_t i = 0; i < s->n_ops; i++) plan_of[i] = REPLAY_NO_OP;
+    for (uint32_t i = 0; i < s->n_ops; i++) {
+        const rf_op_t *ro = &s->ops[i];
+        plan_op_t ops[2];
+        uint32_t n_ops;
+        int rc = replay_cost_op(ro, c, pa, ops, &n_ops, e);
+        if (rc) return err_prefix(e, "op %u (%s)", i, rf_kind_name((int)ro->kind));
+        if (!n_ops) after_sync = true;
+        for (uint32_t j = 0; j < n_ops; j++) {
+            plan_op_t *op = &ops[j];
+            if (labels) {
+                if (j == 0 && labels[i].kind >= 0) op->kind = (uint16_t)labels[i].kind;
+                op->layer = labels[i].layer;
+            }
+            /* the op's `after` ops and, after a sync, every stream's last op as host_sync
+             * dependencies; a chain's other calls follow the first without either */
+            uint32_t deps[RF_MAX_AFTER + REPLAY_HOST_STREAM + 1], n = 0;
+            for (uint32_t k = 0; j == 0 && k < ro->n_after; k++) dep_put(deps, &n, plan_of[ro->after[k]]);
+            if (after_sync) {
+                op->host_sync = true;
+                after_sync = false;
+                for (uint32_t st = 0; st <= REPLAY_HOST_STREAM; st++) dep_put(deps, &n, last[st]);
+            }
+            uint32_t id;
+            rc = plan_add(out, op, deps, n, &id, e);
+            if (rc) return rc;
+            last[op->stream] = id;
+            if (j == 0) plan_of[i] = id;
         }
-        op.bytes_host = op.bytes_hbm = bytes;
-        rc = add(b, &op, ro, id);
-        /* the chain's other calls: host time after the first, which already runs */
-        if (!rc && (ro->kind == RF_OP_H2D || ro->kind == RF_OP_D2H) && ro->pieces > 1) {
-            uint32_t calls;
-            rc = add_host(b, OPKIND_LAUNCH, cost_ps((pieces - 1) * c->copy_launch_s), NULL, &calls);
-        }
-        return rc;
     }
-    case RF_OP_HBM:
-        op = op_new(OPKIND_HBM_STREAM, ro->stream);
-        cost_kernel(c, pa, OPKIND_HBM_STREAM, (double)ro->bytes, 0, LLM_BF16, &op);
-        op.bytes_hbm = (double)ro->bytes;
-        return add(b, &op, ro, id);
-    case RF_OP_COMPUTE:
-        op = op_new(OPKIND_COMPUTE, ro->stream);
-        rc = cost_compute_fp32(c, pa, (double)ro->flops, &op, b->e);
-        op.flops = (double)ro->flops;
-        if (rc) return err_prefix(b->e, "op %u (compute)", i);
-        return add(b, &op, ro, id);
-    case RF_OP_GEMM: {
-        /* the projections' form at batch 1: weights k·n and activations m·(k + n) in BF16, 2·m·n·k
-         * FLOPs; a replay has no batch to merge, so the cost is fixed (no cost_fn to outlive) */
-        double m = (double)ro->m, n = (double)ro->n, k = (double)ro->k;
-        cost_gemm_t g;
-        cost_gemm_init(c, 2.0 * k * n, 2.0 * (k + n), 2.0 * k * n, m, 1, LLM_BF16, &g);
-        op = op_new(OPKIND_GEMM, ro->stream);
-        cost_gemm_op(c, pa, &g, &op);
-        op.cost_fn = NULL;
-        op.cost_model = NULL;
-        op.bytes_hbm = op.cost.work;
-        op.flops = 2.0 * m * n * k;
-        return add(b, &op, ro, id);
-    }
-    case RF_OP_SPIN:
-        op = op_new(OPKIND_SPIN, ro->stream);
-        op.exec = PLAN_EXEC_GPU;
-        op.cost.latency_ps = cost_ps((double)ro->us * 1e-6);
-        op.launch_ps = cost_ps(c->launch_s);
-        calib_note(c->cal, "launch_us", NAN);
-        return add(b, &op, ro, id);
-    default:
-        return err_set(b->e, ERR_INVAL, "op %u: unknown kind %d", i, (int)ro->kind);
-    }
+    return ERR_OK;
 }
 
 /* Builds the session's step once for GPU gpu of sim into p->step. */
@@ -205,10 +214,7 @@ static int build_step(replay_prov_t *p, const sim_t *sim, int gpu, err_t *e)
     int rc = cost_paths_resolve(p->cost, p->hw, sim, gpu, HWINST_DRAM, &paths, e);
     if (rc) return rc;
     plan_reset(&p->step, PLAN_DECODE, 1);
-    step_b_t b = {.p = p, .paths = &paths, .out = &p->step, .e = e};
-    for (uint32_t s = 0; s <= REPLAY_HOST_STREAM; s++) b.last[s] = REPLAY_NO_OP;
-    for (uint32_t i = 0; i < p->s.n_ops; i++) p->plan_of[i] = REPLAY_NO_OP;
-    for (uint32_t i = 0; !rc && i < p->s.n_ops; i++) rc = add_op(&b, i);
+    rc = replay_cost_session(&p->s, p->cost, &paths, NULL, &p->step, p->plan_of, e);
     if (!rc) rc = plan_validate(&p->step, e);
     if (rc) return err_prefix(e, "replay session %u", p->session);
     p->paths_sim = sim;

@@ -44,6 +44,26 @@
 #define REPLAY_HOST_STREAM RF_MAX_STREAMS   /* the plan stream of host ops */
 #define REPLAY_NO_OP UINT32_MAX             /* a replay op without a plan op of its own (sync) */
 
+/* What a replay op is called in the plan (a user plan's op kinds and layers, models/uplan.h): kind
+ * (an op kind, or -1 for the replay kind's own) and layer (PLAN_NO_LAYER: per step). */
+typedef struct replay_label {
+    int kind;
+    uint16_t layer;
+} replay_label_t;
+
+/* Replay op ro's plan op(s) with the forms above, without dependencies or layer: out[0] the op (for a
+ * plain copy chain, out[1] the host op of its other calls), *n_out of them (0 for a sync). Errors:
+ * ERR_NOTFOUND (a compute op on a GPU without fp32_TFLOPS), ERR_INVAL (an unknown kind). */
+int replay_cost_op(const rf_op_t *ro, const cost_t *c, const cost_paths_t *pa, plan_op_t out[2], uint32_t *n_out,
+                   err_t *e);
+
+/* Appends session s's step to out (not reset), costed on paths pa: each op's plan op(s) as
+ * replay_cost_op gives them, its `after` ids and syncs as dependencies (above); labels (NULL, or one
+ * per op) rename the ops. plan_of[i] (s->n_ops entries) is replay op i's plan op, REPLAY_NO_OP for a
+ * sync. Errors: those of replay_cost_op naming the op, ERR_NOMEM. */
+int replay_cost_session(const rf_session_t *s, const cost_t *c, const cost_paths_t *pa, const replay_label_t *labels,
+                        plan_t *out, uint32_t *plan_of, err_t *e);
+
 typedef struct replay_prov replay_prov_t;
 
 /* A provider for session `session` of w (copied) on machine hw, costs from cost (borrowed: both must
