@@ -16,7 +16,8 @@ import sys
 d = sys.argv[1]
 s = open('scenarios/mixed.yaml').read()
 base = s[:s.index('classes:')] + s[s.index('slo:'):]
-base = base.replace('duration_s: 60s', 'duration_s: 20s')
+short = lambda t: t.replace('duration_s: 240s', 'duration_s: 20s').replace('warmup_s: 30s', 'warmup_s: 0s').replace('replications: 4', 'replications: 2')
+base = short(base)
 assert 'classes' not in base.split('description')[-1].split('slo:')[0]
 def cls(text): return base.replace('slo:', 'classes:\n' + text + 'slo:')
 open(d + '/base.yaml', 'w').write(base)
@@ -28,7 +29,7 @@ open(d + '/one.yaml', 'w').write(cls('  - {name: all, share: 1}\n'))
 open(d + '/three.yaml', 'w').write(cls('  - {name: x, share: 0.5}\n  - {name: y, share: 0.3, method: {method: dense}}\n'
                                        '  - {name: z, share: 0.2}\n').replace('population: 8', 'population: 10'))
 # mixed.yaml's decoders beside decoders: its tool_prefill class without its workload override
-s2 = s.replace('duration_s: 60s', 'duration_s: 20s')
+s2 = short(s)
 open(d + '/mixed.yaml', 'w').write(s2)
 open(d + '/decoders.yaml', 'w').write(s2[:s2.index('    workload:\n      generator: {tool_output_median')] + s2[s2.index('slo:'):])
 PY
@@ -39,7 +40,7 @@ done
 sed -e 's/^slo:/classes:\n  - {name: sparse, share: 0.5}\n  - {name: dense, share: 0.5, method: {method: dense}}\nslo:/' \
   scenarios/replay_mooncake_conversation.yaml > "$tmp/trace.yaml"
 $odsim run "$tmp/trace.yaml" --set run.duration_s=5 --set run.replications=1 --json > "$tmp/trace.json" || { echo "FAIL: run trace"; fail=1; }
-$odsim run scenarios/mixed.yaml > "$tmp/mixed.txt" || { echo "FAIL: run scenarios/mixed.yaml"; fail=1; }
+$odsim run scenarios/mixed.yaml --set run.duration_s=60s --set run.warmup_s=0s --set run.replications=2 > "$tmp/mixed.txt" || { echo "FAIL: run scenarios/mixed.yaml"; fail=1; }
 
 python3 - "$tmp" <<'PY' || fail=1
 import json, sys
@@ -93,7 +94,7 @@ PY
 grep -q "class tool_prefill (share 0.25, method fathom): sessions 2" "$tmp/mixed.txt" || { echo "FAIL: mixed.yaml's text report lacks its class"; fail=1; }
 # capacity searches with every class's SLO; a population too small to give each class a user still
 # counts (its empty class meets it): mixed.yaml serves a few users, not 0
-cap=$($odsim capacity scenarios/mixed.yaml --set run.duration_s=20s | awk '$1 == "base" {print $2}')
+cap=$($odsim capacity scenarios/mixed.yaml --set run.duration_s=20s --set run.warmup_s=0s --set run.replications=2 | awk '$1 == "base" {print $2}')
 [ -n "$cap" ] && [ "$cap" -ge 2 ] && [ "$cap" -lt 8 ] || { echo "FAIL: mixed.yaml's capacity '$cap' (wanted 2..7 users)"; fail=1; }
 
 # bad class lists: file, line and key
