@@ -123,6 +123,7 @@ static void note_engine(const rp_env_t *env)
     if (env->w->mode == RF_MODE_PROCS && env->w->n_sessions > 1) {
         calib_note(env->cal, "timeslice_us", env->w->n_sessions);
         calib_note(env->cal, "ctx_switch_us", env->w->n_sessions);
+        calib_note(env->cal, "ctx_switch_idle_us", NAN);
     }
 }
 
@@ -136,6 +137,7 @@ static int exec_make(rp_env_t *env, rp_pass_t *p, sim_pool_t *hbm, exec_t **x, e
         .hw_queues = batched ? 0 : (uint32_t)env->sv.hw_queues, .gathers_exclusive = env->sv.gathers_exclusive,
         .launch_per_session = w->mode == RF_MODE_STREAMS, .batch_streams_apart = batched,
         .timeslice_ps = cost_ps(c->timeslice_s), .ctx_switch_ps = cost_ps(c->ctx_switch_s),
+        .ctx_switch_idle_ps = cost_ps(c->ctx_switch_idle_s),
         .copy_handoff_ps = cost_ps(c->ce_handoff_s), .copy_handoff_spread_ps = jitter ? cost_ps(c->ce_handoff_spread_s) : 0,
         .jitter_abs_s = jitter ? c->jitter_s : 0, .jitter_rel = jitter ? c->jitter_rel : 0,
         .jitter_copy_abs_s = jitter ? c->jitter_copy_s : 0, .jitter_copy_rel = jitter ? c->jitter_copy_rel : 0,

@@ -229,6 +229,7 @@ static void note_engine_params(const study_point_t *pt, study_rep_t *rep)
     if (pt->serving.mode == EXEC_PROCESSES && !(contexts < 2)) {
         calib_note(rep->cal, "timeslice_us", contexts);
         calib_note(rep->cal, "ctx_switch_us", contexts);
+        calib_note(rep->cal, "ctx_switch_idle_us", NAN);
     }
 }
 
@@ -251,6 +252,7 @@ static int exec_make(const study_point_t *pt, uint32_t k, study_rep_t *rep, sim_
         .latency_from_queue = pt->serving.latency_from == SCN_LATENCY_DEVICE,
         .timeslice_ps = down_ps(rep->cost.timeslice_s),
         .ctx_switch_ps = down_ps(rep->cost.ctx_switch_s),
+        .ctx_switch_idle_ps = down_ps(rep->cost.ctx_switch_idle_s),
         .copy_handoff_ps = cost_ps(rep->cost.ce_handoff_s),
         .copy_handoff_spread_ps = pt->run.jitter ? cost_ps(rep->cost.ce_handoff_spread_s) : 0,
         .jitter_abs_s = pt->run.jitter ? rep->cost.jitter_s : 0, .jitter_rel = pt->run.jitter ? rep->cost.jitter_rel : 0,

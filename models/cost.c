@@ -138,6 +138,10 @@ int cost_paths_resolve(const cost_t *c, const hw_t *hw, const sim_t *sim, int gp
     if (!rc) rc = hwinst_res(sim, name, &out->rows, e);
     snprintf(name, sizeof name, "gpu%d.sm", gpu);
     if (!rc) rc = hwinst_res(sim, name, &out->sm, e);
+    snprintf(name, sizeof name, "gpu%d.ce_h2d", gpu);
+    out->ce_h2d = sim_res_find(sim, name);
+    snprintf(name, sizeof name, "gpu%d.ce_d2h", gpu);
+    out->ce_d2h = sim_res_find(sim, name);
     if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, 1.0, out->h2d, &out->n_h2d, e);
     if (!rc) rc = hwinst_path_h2d(hw, sim, gpu, src, c->gather_duplex_coef, out->gather, &out->n_gather, e);
     if (!rc) rc = hwinst_path_d2h(hw, sim, gpu, src, out->d2h, &out->n_d2h, e);
@@ -382,6 +386,17 @@ void cost_transfer_step(const cost_t *c, const cost_paths_t *p, cost_xfer_t form
     sm_transfer(c, p, form, bytes, pieces, region_bytes, COST_GATHER_STEP, 0, step_translations, op);
 }
 
+/* A direction's copy engine serves the GPU's copies in turns: a copy-engine op running alone at
+ * rate_Bps holds the engine for all of its time, so it consumes 1/rate_Bps engine-seconds per byte,
+ * and copies of several streams or sessions share the engine's time (their per-piece costs add up,
+ * as measured) where the link's fluid shares alone would overlap them. */
+static void ce_engine_use(const cost_paths_t *p, bool h2d, double rate_Bps, plan_op_t *op)
+{
+    sim_res_t r = h2d ? p->ce_h2d : p->ce_d2h;
+    if (r < 0 || !(rate_Bps > 0) || op->n_uses >= PLAN_MAX_USES) return;
+    op->uses[op->n_uses++] = (plan_use_t){r, 1.0 / rate_Bps};
+}
+
 void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, bool h2d, double bytes,
                    double pieces, double region_bytes, cost_gather_at_t at, plan_op_t *op)
 {
@@ -409,6 +424,7 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
         if (piece <= 1048576) calib_note(c->cal, "ce2d_row_ns", piece);
     }
     if (t_piece > 0 && bytes > 0) op->cost.cap_rate = bytes / (pieces * t_piece + bytes / peak);
+    ce_engine_use(p, h2d, op->cost.cap_rate > 0 ? op->cost.cap_rate : peak, op);
     op->cost.latency_ps = cost_ps(c->ce_latency_s);
     op->weight = c->ce_weight;
     op->launch_ps = cost_ps(c->copy_launch_s);
@@ -423,7 +439,16 @@ void cost_ce_chain(const cost_t *c, const cost_paths_t *p, bool h2d, double byte
     copies = fmax(copies, 1);
     cost_transfer(c, p, COST_CE, h2d, bytes, 1, 0, COST_GATHER_STEP, op);
     op->pieces = (uint32_t)fmin(copies, 4294967295.0);
-    op->cost.latency_ps = cost_ps(c->ce_latency_s + (copies - 1) * c->ce_b2b_gap_s);
+    /* the gaps between the copies are the engine's time too: a rate cap, not a fixed latency */
+    double peak = h2d ? c->h2d_Bps : c->d2h_Bps;
+    sim_res_t r = h2d ? p->ce_h2d : p->ce_d2h;
+    if (copies > 1 && bytes > 0 && r >= 0 && op->n_uses && op->uses[op->n_uses - 1].res == r) {
+        op->cost.cap_rate = bytes / ((copies - 1) * c->ce_b2b_gap_s + bytes / peak);
+        op->n_uses--;
+        ce_engine_use(p, h2d, op->cost.cap_rate, op);
+        op->cost.latency_ps = cost_ps(c->ce_latency_s);
+    } else
+        op->cost.latency_ps = cost_ps(c->ce_latency_s + (copies - 1) * c->ce_b2b_gap_s);
     if (copies > 1) calib_note(c->cal, "ce_b2b_gap_us", copies);
 }
 

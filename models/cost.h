@@ -175,7 +175,8 @@ typedef struct cost {
     double combine_latency_s, combine_split_s, combine_l2_latency_s, combine_l2_split_s;
     double split_blocks_per_sm, split_min_rows;
     double launch_s, copy_launch_s, graph_launch_s, topk_passes, sample_s, event_s;
-    double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch */
+    double timeslice_s, ctx_switch_s;  /* separate processes: time slice, context switch (preempted) */
+    double ctx_switch_idle_s;          /* the switch away from a context that idled */
     double jitter_s, jitter_rel;       /* an op's p99 above its median: jitter_s + jitter_rel·t */
     double jitter_copy_s, jitter_copy_rel; /* the same for copy-engine ops moving host bytes */
     double jitter_gather_s, jitter_gather_rel; /* the same for GPU ops moving host bytes (gathers) */
@@ -194,6 +195,8 @@ typedef struct cost_paths {
     sim_res_t rows;                        /* the GPU's shared gather row rate (gpu{g}.rows) */
     sim_res_t sm;                          /* the GPU's SMs (gpu{g}.sm): a kernel at its standalone
                                             * rate fills them, so concurrent kernels share them */
+    sim_res_t ce_h2d, ce_d2h;              /* the copy engine of each direction (gpu{g}.ce_h2d,
+                                            * ce_d2h), −1 in a machine without them */
     plan_use_t h2d[PLAN_MAX_USES], gather[PLAN_MAX_USES], d2h[PLAN_MAX_USES];
     uint8_t n_h2d, n_gather, n_d2h;
 } cost_paths_t;

@@ -41,6 +41,13 @@ int hwinst_build(const hw_t *hw, calib_t *cal, sim_t *sim, err_t *e)
          * share (two gathers at once split it, as measured), so it is a resource, not a cap. */
         snprintf(name, sizeof name, "gpu%d.rows", g);
         if (!rc) rc = sim_res_add(sim, name, 1.0, "row share", NULL, e);
+        /* Each direction's copy engine serves the GPU's copies in turns (measured: streams issuing
+         * small copies take turns, DESIGN.md "Copy engines"): a resource of one engine-second per
+         * second that every copy-engine op holds for its time alone (processor sharing). */
+        snprintf(name, sizeof name, "gpu%d.ce_h2d", g);
+        if (!rc) rc = sim_res_add(sim, name, 1.0, "engine share", NULL, e);
+        snprintf(name, sizeof name, "gpu%d.ce_d2h", g);
+        if (!rc) rc = sim_res_add(sim, name, 1.0, "engine share", NULL, e);
         snprintf(name, sizeof name, "gpu%d.hbm_mem", g);
         if (!rc) rc = sim_pool_add(sim, name, hw->hbm_bytes - hw->hbm_reserve_bytes, &pool, e);
     }

@@ -10,6 +10,9 @@
  *                  gpu{g}.sm          SM       sm_count, for the executor's SM-share policies
  *                  gpu{g}.rows        share    1: the row rate of SM zero-copy gathers, shared by all of
  *                                              the GPU's gathers (each consumes 1/rows_per_s per row)
+ *                  gpu{g}.ce_h2d      share    1: the host→device copy engine, serving the GPU's
+ *                  gpu{g}.ce_d2h      share       copies in turns; the device→host one (each copy-
+ *                                              engine op consumes its time alone per unit of work)
  *   per switch s:  switch{s}.up_h2d, switch{s}.up_d2h   B/s  the uplink shared by gpus_per_switch
  *                  GPUs (h2d_GBps, d2h_GBps of the link); only when gpus_per_switch > 1; GPU g sits
  *                  behind switch g / gpus_per_switch

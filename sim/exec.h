@@ -9,12 +9,13 @@
  *     new segment and its launch waits for its predecessors);
  *   - an op starts when launched, its predecessors are done and the previous op of its stream is done;
  *     it then runs as one fluid flow over its resources (sim/sim.h);
- *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their GPU work,
- *     kernels and copies alike, is time-sliced: contexts never overlap; the owner's ops start while
- *     no other context waits or its slice (timeslice_ps) lasts; then, once its ops in flight are
- *     done (ops are not preempted; what a slice runs past its length comes off the context's next
- *     one, as the GPU's preemption keeps each slice to its length), the longest-waiting context
- *     gets the GPU after ctx_switch_ps;
+ *   - separate processes (EXEC_PROCESSES) are separate CUDA contexts without MPS: their kernels
+ *     are time-sliced (copy engines have run lists of their own: copies are not), contexts' kernels
+ *     never overlap; the owner's kernels start while no other context waits or its slice
+ *     (timeslice_ps) lasts; then, once its kernels in flight are done (ops are not preempted; what a
+ *     slice runs past its length comes off the context's next one, as the GPU's preemption keeps
+ *     each slice to its length), the longest-waiting context gets the GPU after ctx_switch_ps, or
+ *     after ctx_switch_idle_ps when the owner idled within its slice;
  *   - streams of one process (EXEC_STREAMS) and MPS (EXEC_MPS) overlap as resources allow; streams
  *     share one launch thread per GPU (a serving process per GPU) unless each session has its own
  *     (launch_per_session: a thread per session in one process), MPS clients have one each;
@@ -85,7 +86,10 @@ typedef struct exec_config {
                                   * waits until none of the other runs, in the order they became ready */
     sim_ps_t timeslice_ps;       /* processes: a context keeps the GPU this long while others wait
                                   * (0: hand it over after every op) */
-    sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context */
+    sim_ps_t ctx_switch_ps;      /* processes: GPU idle time when it passes to another context
+                                  * that waited while the owner's slice ran out (a preemption) */
+    sim_ps_t ctx_switch_idle_ps; /* processes: the same when the owner had no kernel in flight
+                                  * within its slice (the GPU idled and passes) */
     sim_ps_t copy_handoff_ps;    /* a kernel waiting on a copy-engine op starts no sooner than this
                                   * after the copy ends (its completion reaching the SMs), on average */
     sim_ps_t copy_handoff_spread_ps; /* > 0: each hand-off a uniform draw over copy_handoff_ps ± half

@@ -61,17 +61,19 @@ static void switch_done(sim_t *sim, void *arg)
 }
 
 /* Passes the idle GPU to c (o, if any, waits with c's other ops): at once when the GPU holds c's
- * state or none yet, else after a context switch. */
-static void gpu_pass(exec_t *x, gpu_t *g, ctx_t *c, xop_t *o)
+ * state or none yet, else after a context switch, the preemption's when the last owner's slice ran
+ * out while c waited, else the idle one's. */
+static void gpu_pass(exec_t *x, gpu_t *g, ctx_t *c, xop_t *o, bool preempted)
 {
     if (o) gpu_wait(x, g, o);
-    if (c == g->last_owner || !g->last_owner || x->cfg.ctx_switch_ps == 0) {
+    sim_ps_t cost = preempted ? x->cfg.ctx_switch_ps : x->cfg.ctx_switch_idle_ps;
+    if (c == g->last_owner || !g->last_owner || cost == 0) {
         gpu_grant(x, g, c);
         return;
     }
     err_t e;
     g->switching = true;
-    if (sim_at(x->sim, sim_now(x->sim) + x->cfg.ctx_switch_ps, switch_done, g, &e)) exec_fail_err(x, &e);
+    if (sim_at(x->sim, sim_now(x->sim) + cost, switch_done, g, &e)) exec_fail_err(x, &e);
 }
 
 /* The owner has no op in flight: the longest-waiting context gets the GPU, if any. The GPU
@@ -81,13 +83,15 @@ static void gpu_release(exec_t *x, gpu_t *g)
 {
     if (g->owner_running || g->switching || !g->owner) return;
     sim_ps_t used = sim_now(x->sim) - g->slice_start;
-    if (g->waits.head < g->waits.n && used > g->slice_ps) g->owner->slice_debt_ps = used - g->slice_ps;
+    bool preempted = g->waits.head < g->waits.n && used >= g->slice_ps;
+    if (preempted && used > g->slice_ps) g->owner->slice_debt_ps = used - g->slice_ps;
     g->owner = NULL;
-    if (g->waits.head < g->waits.n) gpu_pass(x, g, g->waits.ops[g->waits.head]->run->ctx, NULL);
+    if (g->waits.head < g->waits.n) gpu_pass(x, g, g->waits.ops[g->waits.head]->run->ctx, NULL, preempted);
 }
 
-/* Host-thread ops are not sliced. */
-static bool sliced(const xop_t *o) { return o->op.exec != PLAN_EXEC_CPU; }
+/* Only kernels are sliced: host-thread ops are not, and the copy engines run lists of their own
+ * (two processes' copies share the link as one process's do: DESIGN.md "Time slices"). */
+static bool sliced(const xop_t *o) { return o->op.exec == PLAN_EXEC_GPU; }
 
 /* o waits unless the GPU is idle with no one waiting (it passes to o's context) or o's context holds
  * it within its slice. */
@@ -97,7 +101,7 @@ static bool op_hold(exec_t *x, xop_t *o)
     gpu_t *g = o->run->gpu;
     ctx_t *c = o->run->ctx;
     if (!g->owner && !g->switching && g->waits.head >= g->waits.n) {
-        gpu_pass(x, g, c, o);
+        gpu_pass(x, g, c, o, false);
         return true;
     }
     if (!gpu_admits(x, g, c)) {

@@ -133,8 +133,14 @@ Test(replay, translation)
     }
     static const uint32_t plan_of[] = {0, 2, 3, REPLAY_NO_OP, 4, 5, 6, 7, 8, 9};
     for (uint32_t i = 0; i < 10; i++) cr_expect_eq(replay_plan_op(p, i), plan_of[i], "replay op %u", i);
-    /* the chain: ce_latency + 3 gaps, the first call's launch; the host op holds the other three calls */
-    cr_expect_eq(pl.ops[0].cost.latency_ps, cost_ps(par(&f, "ce_latency_us") + 3 * par(&f, "ce_b2b_gap_us")));
+    /* the chain: ce_latency, then its bytes capped at the rate that takes them and its 3 gaps as long
+     * as the link alone would (the gaps hold the copy engine: its use is the inverse of that rate);
+     * the first call's launch; the host op holds the other three calls */
+    double chain_Bps = 4 * 4096.0 / (3 * par(&f, "ce_b2b_gap_us") + 4 * 4096.0 / par(&f, "h2d_GBps"));
+    cr_expect_eq(pl.ops[0].cost.latency_ps, cost_ps(par(&f, "ce_latency_us")));
+    cr_expect_float_eq(pl.ops[0].cost.cap_rate, chain_Bps, 1e-9 * chain_Bps);
+    cr_expect_eq(pl.ops[0].uses[pl.ops[0].n_uses - 1].res, sim_res_find(f.sim, "gpu0.ce_h2d"));
+    cr_expect_float_eq(pl.ops[0].uses[pl.ops[0].n_uses - 1].coef, 1 / chain_Bps, 1e-9 / chain_Bps);
     cr_expect_eq(pl.ops[0].launch_ps, cost_ps(par(&f, "copy_launch_us")));
     cr_expect_eq(pl.ops[1].launch_ps, cost_ps(3 * par(&f, "copy_launch_us")));
     cr_expect_float_eq(pl.ops[0].cost.work, 4 * 4096.0, 1e-9);
@@ -226,8 +232,9 @@ Test(replay, two_streams_after_is_the_critical_path)
 }
 
 /* Separate processes take the GPU in turns: one session's step of a 1 ms spin is l + 1 ms; with two,
- * each step waits for the other's spin and two context switches (the slice, 2 ms, outlasts a spin):
- * 2 (1 ms + ctx_switch), and the two together never run more than one spin at a time. */
+ * each step waits for the other's spin and two context switches, each away from a context that
+ * idled within its slice (the slice, 2 ms, outlasts a spin): 2 (1 ms + ctx_switch_idle), and the two
+ * together never run more than one spin at a time. */
 Test(replay, processes_time_slice)
 {
     fix_t f;
@@ -239,7 +246,7 @@ Test(replay, processes_time_slice)
     predict(one, &r1);
     predict(two, &r2);
     near(r1.session[0].mean_s, par(&f, "launch_us") + 1e-3, "alone");
-    for (int s = 0; s < 2; s++) near_q(r2.session[s].p50_s, 2 * (1e-3 + par(&f, "ctx_switch_us")), "time-sliced");
+    for (int s = 0; s < 2; s++) near_q(r2.session[s].p50_s, 2 * (1e-3 + par(&f, "ctx_switch_idle_us")), "time-sliced");
     cr_expect_leq(r2.pooled.per_s * 1e-3, 1.0 + 1e-9, "the GPU busy more than all the time");
     cr_expect_lt(r2.pooled.per_s, r1.pooled.per_s);
     rpred_free(&r1);

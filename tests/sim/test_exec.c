@@ -200,7 +200,7 @@ Test(exec, processes_take_time_slices_and_pay_switches)
         world_init(&w, EXEC_PROCESSES, 0);
         world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
                              .timeslice_ps = 2500000 * SIM_PS_PER_US, .ctx_switch_ps = 500000 * SIM_PS_PER_US,
-                             .latency_from_queue = dev});
+                             .ctx_switch_idle_ps = 500000 * SIM_PS_PER_US, .latency_from_queue = dev});
         w.toy.n_ops = 4;
         toy_t toys[2];
         add_sessions(&w, 2, toys, 1);
@@ -214,6 +214,43 @@ Test(exec, processes_take_time_slices_and_pay_switches)
     }
 }
 
+/* The same with a cheaper switch away from a context that idled: A4 (7..8 s) ends within its slice
+ * and A has nothing more, so the GPU passes to B after the idle switch of 0.2 s, not the 0.5 s of a
+ * preemption at a slice's end: B4 runs 8.2..9.2 s. */
+Test(exec, an_idle_context_passes_the_gpu_at_the_idle_switch_cost)
+{
+    world_t w;
+    world_init(&w, EXEC_PROCESSES, 0);
+    world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                         .timeslice_ps = 2500000 * SIM_PS_PER_US, .ctx_switch_ps = 500000 * SIM_PS_PER_US,
+                         .ctx_switch_idle_ps = 200000 * SIM_PS_PER_US});
+    w.toy.n_ops = 4;
+    toy_t toys[2];
+    add_sessions(&w, 2, toys, 1);
+    toys[1].res = w.other;
+    world_run(&w);
+    cr_assert_float_eq(exec_stats(w.x)->last_token_s, 9.2, 1e-9, "%.9g", exec_stats(w.x)->last_token_s);
+    world_free(&w);
+}
+
+/* Copy engines have run lists of their own: two processes' copies (each 4 s of 1 s copies on a
+ * resource of its own) are not time-sliced and overlap: 4 s in all, where kernels take 8 s. */
+Test(exec, processes_copies_are_not_time_sliced)
+{
+    world_t w;
+    world_init(&w, EXEC_PROCESSES, 0);
+    world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
+                         .timeslice_ps = 2500000 * SIM_PS_PER_US, .ctx_switch_ps = 500000 * SIM_PS_PER_US,
+                         .ctx_switch_idle_ps = 500000 * SIM_PS_PER_US});
+    w.toy.exec = PLAN_EXEC_COPY_H2D;
+    toy_t toys[2];
+    add_sessions(&w, 2, toys, 4);
+    toys[1].res = w.other;
+    world_run(&w);
+    cr_assert_float_eq(exec_stats(w.x)->last_token_s, 4.0, 1e-9, "%.9g", exec_stats(w.x)->last_token_s);
+    world_free(&w);
+}
+
 /* What a slice runs past its length comes off the context's next one: two processes, each one step
  * of forty 0.3 s ops on a resource of its own, a 1 s slice and a 0.1 s switch. A slice of 1 s runs
  * ops starting at 0, 0.3, 0.6 and 0.9 s (1.2 s, 0.2 past it); the next, 0.8 s long, three (0.9 s,
@@ -225,7 +262,8 @@ Test(exec, a_slice_past_its_length_shortens_the_next)
     world_t w;
     world_init(&w, EXEC_PROCESSES, 0);
     world_config(&w, (exec_config_t){.mode = EXEC_PROCESSES, .n_gpus = 1, .prefill_chunk = 1, .host_pool = -1,
-                         .timeslice_ps = 1000000 * SIM_PS_PER_US, .ctx_switch_ps = 100000 * SIM_PS_PER_US});
+                         .timeslice_ps = 1000000 * SIM_PS_PER_US, .ctx_switch_ps = 100000 * SIM_PS_PER_US,
+                         .ctx_switch_idle_ps = 100000 * SIM_PS_PER_US});
     w.toy.n_ops = 40;
     w.toy.bytes = 0.3e9;
     toy_t toys[2];
