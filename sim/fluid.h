@@ -4,15 +4,22 @@
  * progressive filling: every unfixed flow i runs at w_i·λ as λ grows; a constraint saturates at
  * λ_j = (C_j − fixed usage)/Σ_unfixed coef·w and fixes its unfixed flows; a flow reaching its cap c_i
  * (at λ = c_i/w_i) is fixed at c_i. Rates are re-solved only when a flow starts or ends or a capacity
- * changes, and only over the component of constraints the change touches. Components are a union-find
- * over constraints, merged when a flow joins two and split again only when their last flow leaves: a
- * component may be a superset of the connected one (solving independent parts together gives the same
- * rates, at some cost), but no graph search runs per event.
+ * changes, and only over the component of constraints the change touches (fluid_comp.c). Components
+ * are a union-find over member constraints, merged when a flow joins two and split again only when
+ * their last flow leaves. A constraint that does not bind couples nothing: it stays passive, outside
+ * every component, each component counting its own usage there, and is merged (with every component
+ * crossing it) only when their usages sum to its capacity. So host DRAM at a third of its bandwidth
+ * leaves each GPU its own component. A component may still be a superset of the connected one
+ * (solving independent parts together gives the same rates, at some cost), but no graph search runs
+ * per event. Levels tie to the lowest constraint id, so results do not depend on how components
+ * formed: a passive constraint changes no rate, remaining work or completion, bit for bit.
  *
  * A solve starts from per-constraint sums kept as flows come and go, meets caps in sorted order, and
  * fixes flows one by one only below the last level; at the last level, where one constraint binds all
  * flows still unfixed, it touches only the flows that change group. With flows in series (every flow
  * crossing the same constraints) an event costs O(constraints + capped flows + flows changing group).
+ * Applying a solve touches only the groups whose rate or flows changed and the usage integrals whose
+ * value changed; the earliest completion comes from a heap of groups, not a scan of the constraints.
  *
  * Completions without rescheduling every flow: the flows a solve fixes at constraint b (its bottleneck)
  * all run at w_i·λ_b, so they share a virtual clock V_b advancing at λ_b; flow i finishes when V_b
@@ -24,7 +31,7 @@
  * Accounting: standalone rate s_i = min(cap, min_j C_j/coef_j) at the start. While in group g, flow i
  * loses dt·(1 − rate/s_i) per epoch, which sums over a stretch to Δt − gw_i·ΔV_g/s_i: it is charged,
  * in picoseconds, to charge_ps[g] (g = the bottleneck constraint, or cap_slot for the cap) when the
- * flow leaves the group or finishes.
+ * flow leaves the group or finishes; in the cap group, as Δt·(1 − cap/s_i) from the integer times.
  *
  * Times are integer picoseconds; a completion is rounded up to the next picosecond and a flow with under
  * SIM_WORK_EPSILON left is done. Ownership: the fluid owns its flows; ids are dense small integers

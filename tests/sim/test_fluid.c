@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <string.h>
 
 #include "sim/fluid.h"
 #include "sim/fluid_ref.h"
@@ -194,17 +195,35 @@ Test(fluid, capacity_change)
 
 /* ---- differential: incremental fluid vs naive progressive filling ---------------------------- */
 
-#define DMAX_RES 6
-#define DMAX_FLOWS 14
+#define DMAX_RES 10
+#define DMAX_FLOWS 24
+#define RAND_RES 6     /* random topologies: up to 6 constraints, 14 flows */
+#define RAND_FLOWS 14
+#define BLOCAL 2       /* boxes: 2 local constraints per group */
+
+/* A topology: any (groups 0), or a box of groups of BLOCAL local constraints ("GPUs") followed by
+ * shared ones ("host DRAM", "a switch") that bind in some cases and not in others. */
+typedef struct dtopo {
+    int nres, groups, shared;
+    double capacity[DMAX_RES];
+} dtopo_t;
 
 typedef struct dflow {
     int live;
-    int32_t id;
+    int32_t id, id2;          /* id2: in a second fluid (the box without its shared constraints) */
     int32_t res[DMAX_RES];
     double coef[DMAX_RES];
+    size_t n_local;           /* in a box, its first n_local uses are local constraints */
     fluid_ref_flow_t ref;
     double rem;  /* expected remaining work */
 } dflow_t;
+
+static void dflow_finish(gsl_rng *rng, dflow_t *d, size_t n, double cap)
+{
+    d->ref = (fluid_ref_flow_t){gsl_rng_uniform(rng) < 0.3 ? 1.0 : 0.1 + 9.9 * gsl_rng_uniform(rng), cap, n,
+                                d->res, d->coef};
+    d->rem = 1e6;
+}
 
 static void dflow_random(gsl_rng *rng, int nres, dflow_t *d)
 {
@@ -219,22 +238,70 @@ static void dflow_random(gsl_rng *rng, int nres, dflow_t *d)
     }
     double cap = gsl_rng_uniform(rng) < 0.4 ? 0.2 + 6 * gsl_rng_uniform(rng) : 0;
     if (gsl_rng_uniform(rng) < 0.1) n = 0, cap = 1 + gsl_rng_uniform(rng); /* a cap-only flow */
-    d->ref = (fluid_ref_flow_t){gsl_rng_uniform(rng) < 0.3 ? 1.0 : 0.1 + 9.9 * gsl_rng_uniform(rng), cap, n,
-                                d->res, d->coef};
-    d->rem = 1e6;
+    d->n_local = n;
+    dflow_finish(rng, d, n, cap);
 }
 
-static void check_against_ref(fluid_t *fl, int nres, const double *capacity, dflow_t *d, int64_t now)
+/* A random box: 2–4 groups, 1–2 shared constraints, each slack (never binds), tight (binds often) or
+ * comparable to one group's constraints (binds now and then). */
+static void box_random(gsl_rng *rng, dtopo_t *t)
+{
+    t->groups = 2 + (int)gsl_rng_uniform_int(rng, 3);
+    t->shared = 1 + (int)gsl_rng_uniform_int(rng, 2);
+    t->nres = t->groups * BLOCAL + t->shared;
+    for (int r = 0; r < t->groups * BLOCAL; r++) t->capacity[r] = 1 + 9 * gsl_rng_uniform(rng);
+    for (int s = 0; s < t->shared; s++) {
+        double u = gsl_rng_uniform(rng);
+        t->capacity[t->groups * BLOCAL + s] = u < 0.3 ? 1e3 : u < 0.6 ? 0.5 + 2 * gsl_rng_uniform(rng)
+                                                                     : 4 + 12 * gsl_rng_uniform(rng);
+    }
+}
+
+/* A flow of a box: on one group's local constraints (one or both), often on shared ones too, now and
+ * then on a second group's (joining the two while it runs); some capped. */
+static void box_flow(gsl_rng *rng, const dtopo_t *t, dflow_t *d)
+{
+    size_t n = 0;
+    int g = (int)gsl_rng_uniform_int(rng, (unsigned long)t->groups);
+    int first = (int)gsl_rng_uniform_int(rng, BLOCAL);
+    d->res[n] = g * BLOCAL + first;
+    d->coef[n++] = 1;
+    if (gsl_rng_uniform(rng) < 0.5) {
+        d->res[n] = g * BLOCAL + (1 - first);
+        d->coef[n++] = 0.5 + 1.5 * gsl_rng_uniform(rng);
+    }
+    if (gsl_rng_uniform(rng) < 0.05) {
+        d->res[n] = (g + 1) % t->groups * BLOCAL;
+        d->coef[n++] = 1;
+    }
+    d->n_local = n;
+    for (int s = 0; s < t->shared; s++)
+        if (gsl_rng_uniform(rng) < 0.6) {
+            d->res[n] = t->groups * BLOCAL + s;
+            d->coef[n++] = gsl_rng_uniform(rng) < 0.5 ? 1.0 : 0.5 + gsl_rng_uniform(rng);
+        }
+    dflow_finish(rng, d, n, gsl_rng_uniform(rng) < 0.3 ? 0.2 + 6 * gsl_rng_uniform(rng) : 0);
+}
+
+static void add_dflow(fluid_t *fl, int64_t now, dflow_t *d, size_t n_uses, int32_t *id)
+{
+    fluid_flow_req_t req = {d->rem, d->ref.weight, d->ref.cap_rate, n_uses, d->res, d->coef, NULL, 0, NULL};
+    cr_assert_eq(fluid_flow_add(fl, now, &req, id), 0);
+}
+
+/* Rates, remaining work and usage against the naive solver. In a box, counts the shared constraints
+ * at capacity (*binding) and those crossed by several groups' flows with room to spare (*slack). */
+static void check_against_ref(fluid_t *fl, const dtopo_t *t, dflow_t *d, int64_t now, int *binding, int *slack)
 {
     fluid_ref_flow_t rf[DMAX_FLOWS];
     double rate[DMAX_FLOWS];
-    int map[DMAX_FLOWS], n = 0;
+    int map[DMAX_FLOWS], n = 0, groups_on[DMAX_RES] = {0};
     for (int i = 0; i < DMAX_FLOWS; i++)
         if (d[i].live) {
             rf[n] = d[i].ref;
             map[n++] = i;
         }
-    cr_assert_eq(fluid_ref_solve((size_t)nres, capacity, (size_t)n, rf, rate), 0);
+    cr_assert_eq(fluid_ref_solve((size_t)t->nres, t->capacity, (size_t)n, rf, rate), 0);
     double used[DMAX_RES] = {0};
     for (int k = 0; k < n; k++) {
         dflow_t *f = &d[map[k]];
@@ -243,54 +310,170 @@ static void check_against_ref(fluid_t *fl, int nres, const double *capacity, dfl
                   rate[k]);
         double rem = fluid_flow_remaining(fl, f->id, now);
         cr_assert(fabs(rem - f->rem) <= 1e-9 * 1e6, "flow %d: remaining %.17g, expected %.17g", map[k], rem, f->rem);
-        for (size_t u = 0; u < f->ref.n_uses; u++) used[f->res[u]] += f->coef[u] * rate[k];
+        for (size_t u = 0; u < f->ref.n_uses; u++) {
+            used[f->res[u]] += f->coef[u] * rate[k];
+            if (t->groups) groups_on[f->res[u]] |= 1 << (f->res[0] / BLOCAL);
+        }
     }
-    for (int r = 0; r < nres; r++)
-        cr_assert(fabs(fluid_res_used(fl, r) - used[r]) <= 1e-9 * capacity[r], "res %d used %g vs %g", r,
+    for (int r = 0; r < t->nres; r++) {
+        cr_assert(fabs(fluid_res_used(fl, r) - used[r]) <= 1e-9 * t->capacity[r], "res %d used %g vs %g", r,
                   fluid_res_used(fl, r), used[r]);
+        if (!t->groups || r < t->groups * BLOCAL) continue;
+        if (used[r] >= (1 - 1e-9) * t->capacity[r]) (*binding)++;
+        else if (groups_on[r] & (groups_on[r] - 1)) (*slack)++;
+    }
+}
+
+/* Random events on a fresh fluid of topology t (capacity changes, time passing, flows leaving and
+ * joining, over nflows slots), each checked against the naive solver. */
+static void differential_run(gsl_rng *rng, dtopo_t *t, int nflows, int ops, int *binding, int *slack)
+{
+    fluid_t *fl = fluid_new();
+    for (int r = 0; r < t->nres; r++) {
+        int32_t id;
+        cr_assert_eq(fluid_res_add(fl, t->capacity[r], &id), 0);
+    }
+    dflow_t d[DMAX_FLOWS] = {0};
+    int64_t now = 0;
+    for (int op = 0; op < ops; op++) {
+        double u = gsl_rng_uniform(rng);
+        int i = (int)gsl_rng_uniform_int(rng, (unsigned long)nflows);
+        if (u < (t->groups ? 0.1 : 0.15)) {
+            /* In a box, mostly a shared constraint: a coupler turns binding or slack under running flows. */
+            int r = t->groups && gsl_rng_uniform(rng) < 0.7
+                        ? t->groups * BLOCAL + (int)gsl_rng_uniform_int(rng, (unsigned long)t->shared)
+                        : (int)gsl_rng_uniform_int(rng, (unsigned long)t->nres);
+            t->capacity[r] = t->groups ? 0.5 + 15 * gsl_rng_uniform(rng) : 1 + 9 * gsl_rng_uniform(rng);
+            cr_assert_eq(fluid_res_set_capacity(fl, r, t->capacity[r], now), 0);
+        } else if (u < (t->groups ? 0.25 : 0.3)) {
+            /* Time passes: every flow progresses at its (checked) rate; none finishes. */
+            int64_t dt = (int64_t)gsl_rng_uniform_int(rng, 100000) * 1000000;  /* up to 100 s */
+            for (int k = 0; k < nflows; k++)
+                if (d[k].live) d[k].rem -= fluid_flow_rate(fl, d[k].id) * (double)dt / (double)SIM_PS_PER_S;
+            now += dt;
+        } else if (d[i].live) {
+            cr_assert_eq(fluid_flow_remove(fl, d[i].id, now), 0);
+            d[i].live = 0;
+        } else {
+            if (t->groups) box_flow(rng, t, &d[i]);
+            else dflow_random(rng, t->nres, &d[i]);
+            add_dflow(fl, now, &d[i], d[i].ref.n_uses, &d[i].id);
+            d[i].live = 1;
+        }
+        check_against_ref(fl, t, d, now, binding, slack);
+    }
+    fluid_free(fl);
 }
 
 Test(fluid, differential_random_topologies)
 {
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 12345);
+    int unused = 0;
     for (int topo = 0; topo < 3000; topo++) {
-        fluid_t *fl = fluid_new();
-        int nres = 1 + (int)gsl_rng_uniform_int(rng, DMAX_RES);
-        double capacity[DMAX_RES];
-        for (int r = 0; r < nres; r++) {
+        dtopo_t t = {.nres = 1 + (int)gsl_rng_uniform_int(rng, RAND_RES)};
+        for (int r = 0; r < t.nres; r++) t.capacity[r] = 1 + 9 * gsl_rng_uniform(rng);
+        differential_run(rng, &t, RAND_FLOWS, 30, &unused, &unused);
+    }
+    gsl_rng_free(rng);
+}
+
+/* Boxes: the solver keeps a shared constraint out of the components until it binds, then merges them
+ * and splits them when they empty; the rates stay those of the naive solver throughout. */
+Test(fluid, differential_coupled_groups)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 4242);
+    int binding = 0, slack = 0;
+    for (int topo = 0; topo < 1500; topo++) {
+        dtopo_t t;
+        box_random(rng, &t);
+        differential_run(rng, &t, DMAX_FLOWS, 60, &binding, &slack);
+    }
+    /* Both cases were met often: couplers binding, and couplers between groups with room to spare. */
+    cr_assert(binding > 5000 && slack > 5000, "binding %d, slack %d", binding, slack);
+    gsl_rng_free(rng);
+}
+
+/* Takes out the flows done at now in both fluids (the same ones, in the same order). */
+static void collect_both(fluid_t *with, fluid_t *without, dflow_t *d, int64_t now)
+{
+    const int32_t *ids1, *ids2;
+    size_t n1, n2;
+    int32_t got[DMAX_FLOWS];
+    cr_assert_eq(fluid_collect_done(with, now, &ids1, &n1), 0);
+    memcpy(got, ids1, n1 * sizeof *ids1);
+    cr_assert_eq(fluid_collect_done(without, now, &ids2, &n2), 0);
+    cr_assert_eq(n1, n2);
+    for (size_t k = 0; k < n1; k++) {
+        int j = 0;
+        while (j < DMAX_FLOWS && !(d[j].live && d[j].id == got[k])) j++;
+        cr_assert(j < DMAX_FLOWS && d[j].id2 == ids2[k]);
+        fluid_flow_release(with, d[j].id);
+        fluid_flow_release(without, d[j].id2);
+        d[j].live = 0;
+    }
+}
+
+/* A shared constraint that never binds is invisible: the same events on a box with it and on one
+ * without it give the same rates, bottlenecks, remaining work, usage and busy time of the local
+ * constraints, and completions, bit for bit, whatever flows cross it. */
+Test(fluid, slack_coupler_changes_nothing)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 99);
+    for (int topo = 0; topo < 400; topo++) {
+        dtopo_t t;
+        box_random(rng, &t);
+        int local = t.groups * BLOCAL;
+        for (int s = 0; s < t.shared; s++) t.capacity[local + s] = 1e6;
+        fluid_t *with = fluid_new(), *without = fluid_new();
+        for (int r = 0; r < t.nres; r++) {
             int32_t id;
-            capacity[r] = 1 + 9 * gsl_rng_uniform(rng);
-            cr_assert_eq(fluid_res_add(fl, capacity[r], &id), 0);
+            cr_assert_eq(fluid_res_add(with, t.capacity[r], &id), 0);
+            if (r < local) cr_assert_eq(fluid_res_add(without, t.capacity[r], &id), 0);
         }
         dflow_t d[DMAX_FLOWS] = {0};
         int64_t now = 0;
-        for (int op = 0; op < 30; op++) {
+        for (int op = 0; op < 80; op++) {
             double u = gsl_rng_uniform(rng);
             int i = (int)gsl_rng_uniform_int(rng, DMAX_FLOWS);
-            if (u < 0.15) {
-                int r = (int)gsl_rng_uniform_int(rng, (unsigned long)nres);
-                capacity[r] = 1 + 9 * gsl_rng_uniform(rng);
-                cr_assert_eq(fluid_res_set_capacity(fl, r, capacity[r], now), 0);
-            } else if (u < 0.3) {
-                /* Time passes: every flow progresses at its (checked) rate; none finishes. */
-                int64_t dt = (int64_t)gsl_rng_uniform_int(rng, 100000) * 1000000;  /* up to 100 s */
-                for (int k = 0; k < DMAX_FLOWS; k++)
-                    if (d[k].live) d[k].rem -= fluid_flow_rate(fl, d[k].id) * (double)dt / (double)SIM_PS_PER_S;
-                now += dt;
+            if (u < 0.3) {
+                /* Run to the next completion. */
+                int64_t next = fluid_next_ps(with);
+                cr_assert_eq(next, fluid_next_ps(without));
+                if (next == SIM_TIME_NEVER) continue;
+                now = next > now ? next : now;
+                collect_both(with, without, d, now);
+            } else if (u < 0.4) {
+                int r = (int)gsl_rng_uniform_int(rng, (unsigned long)local);
+                double c = 1 + 9 * gsl_rng_uniform(rng);
+                cr_assert_eq(fluid_res_set_capacity(with, r, c, now), 0);
+                cr_assert_eq(fluid_res_set_capacity(without, r, c, now), 0);
             } else if (d[i].live) {
-                cr_assert_eq(fluid_flow_remove(fl, d[i].id, now), 0);
+                cr_assert_eq(fluid_flow_remove(with, d[i].id, now), 0);
+                cr_assert_eq(fluid_flow_remove(without, d[i].id2, now), 0);
                 d[i].live = 0;
             } else {
-                dflow_random(rng, nres, &d[i]);
-                fluid_flow_req_t req = {d[i].rem, d[i].ref.weight, d[i].ref.cap_rate, d[i].ref.n_uses,
-                                        d[i].res, d[i].coef, NULL, 0, NULL};
-                cr_assert_eq(fluid_flow_add(fl, now, &req, &d[i].id), 0);
+                box_flow(rng, &t, &d[i]);
+                d[i].rem = 1 + 99 * gsl_rng_uniform(rng);
+                add_dflow(with, now, &d[i], d[i].ref.n_uses, &d[i].id);
+                add_dflow(without, now, &d[i], d[i].n_local, &d[i].id2);
                 d[i].live = 1;
             }
-            check_against_ref(fl, nres, capacity, d, now);
+            for (int k = 0; k < DMAX_FLOWS; k++) {
+                if (!d[k].live) continue;
+                cr_assert(fluid_flow_rate(with, d[k].id) == fluid_flow_rate(without, d[k].id2), "topology %d flow %d", topo, k);
+                cr_assert(fluid_flow_remaining(with, d[k].id, now) == fluid_flow_remaining(without, d[k].id2, now));
+                cr_assert_eq(fluid_flow_bottleneck(with, d[k].id), fluid_flow_bottleneck(without, d[k].id2));
+            }
+            for (int r = 0; r < local; r++) {
+                cr_assert(fluid_res_used(with, r) == fluid_res_used(without, r), "topology %d res %d", topo, r);
+                cr_assert(fluid_res_busy_ps(with, r, now) == fluid_res_busy_ps(without, r, now));
+            }
         }
-        fluid_free(fl);
+        fluid_free(with);
+        fluid_free(without);
     }
     gsl_rng_free(rng);
 }
@@ -312,10 +495,10 @@ Test(fluid, differential_completions)
             capacity[r] = 1e6 * (1 + 9 * gsl_rng_uniform(rng));
             add_res(s, name, capacity[r]);
         }
-        dflow_t d[DMAX_FLOWS];
+        dflow_t d[DMAX_FLOWS] = {0};
         rec_t rec[DMAX_FLOWS] = {0};
         double charge[DMAX_FLOWS][DMAX_RES + 1] = {{0}}, work[DMAX_FLOWS], standalone[DMAX_FLOWS];
-        for (int i = 0; i < DMAX_FLOWS; i++) {
+        for (int i = 0; i < RAND_FLOWS; i++) {
             dflow_random(rng, nres, &d[i]);
             d[i].ref.cap_rate *= 1e6;  /* works ≫ SIM_WORK_EPSILON, so no flow ends early */
             d[i].rem = 1e6 * (10 + 100 * gsl_rng_uniform(rng));
@@ -328,11 +511,11 @@ Test(fluid, differential_completions)
         cr_assert_eq(sim_run(s, SIM_TIME_NEVER, NULL), 0);
         /* Naive reference: continuous time, all flows re-solved at each completion. */
         double t = 0, expect[DMAX_FLOWS];
-        for (int left = DMAX_FLOWS; left > 0;) {
+        for (int left = RAND_FLOWS; left > 0;) {
             fluid_ref_flow_t rf[DMAX_FLOWS];
             double rate[DMAX_FLOWS];
             int map[DMAX_FLOWS], n = 0;
-            for (int i = 0; i < DMAX_FLOWS; i++)
+            for (int i = 0; i < RAND_FLOWS; i++)
                 if (d[i].live) rf[n] = d[i].ref, map[n++] = i;
             cr_assert_eq(fluid_ref_solve((size_t)nres, capacity, (size_t)n, rf, rate), 0);
             double dt = INFINITY;
@@ -348,7 +531,7 @@ Test(fluid, differential_completions)
                 }
             }
         }
-        for (int i = 0; i < DMAX_FLOWS; i++) {
+        for (int i = 0; i < RAND_FLOWS; i++) {
             double got = (double)rec[i].done_ps / (double)SIM_PS_PER_S;
             cr_assert_eq(rec[i].n_done, 1);
             cr_assert(fabs(got - expect[i]) <= 1e-9 * expect[i] + 50e-12, "scenario %d flow %d: %.15g s vs %.15g s",
