@@ -217,7 +217,7 @@ static int bench_end_to_end(const char *duration, json_t *o, err_t *e)
     rc = study_run(s, 0, &opts, &r, e);
     double cpu_s = now_s() - t0;
     if (!rc) {
-        double sim_s = r->duration_s * r->replications;
+        double sim_s = r->simulated_s;
         json_object_set_new(o, "scenario", json_string(STRESS_SCENARIO));
         json_object_set_new(o, "engine", json_string("fine"));
         json_object_set_new(o, "simulated_s", json_real(sim_s));

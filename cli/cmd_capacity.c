@@ -27,7 +27,7 @@ const cmd_t cmd_capacity = {
     "  --json           results as JSON on stdout\n"
     "  --out DIR        capacity.csv and its plot (SVG, PNG), and results.{csv,json} and plots of each\n"
     "                   point at capacity, published together with DIR/MANIFEST (see odsim run --help)\n"
-    "  --replications R override run.replications\n"
+    "  --replications R run exactly R replications (run.replications, and run.ci_target off)\n"
     "quick form (no scenario file): scenarios/capacity_quick.yaml with these keys set; sessions join\n"
     "holding 3/4 of TOKENS (a reused prefix) and grow towards TOKENS:\n"
     "  --box BOX        hardware.box (models/catalog/boxes.yaml)\n"

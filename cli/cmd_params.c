@@ -20,7 +20,8 @@ const cmd_t cmd_params = {
     "usage: odsim params [scenario|method|generator|hardware|quality|replay] [--json]\n"
     "  prints each parameter: key, type, default, range and meaning (all sections without argument)\n"
     "  --json  one JSON document: {\"sections\": [{\"part\", \"section\", \"params\": [{\"key\", \"type\",\n"
-    "          \"default\" (null: required), \"min\", \"max\", \"choices\", \"meaning\"}]}], \"hardware\": [{\"file\",\n"
+    "          \"default\" (null: required), \"min\", \"max\", \"choices\",\n"
+    "          \"words\" (accepted in a number's place, e.g. auto), \"meaning\"}]}], \"hardware\": [{\"file\",\n"
     "          \"key\", \"unit\", \"required\", \"min\", \"min_exclusive\", \"meaning\"}]}\n",
     params_main};
 
@@ -45,6 +46,11 @@ static void collect_section(void *arg, const char *section, const cfg_param_t *p
         } else if (p->min <= p->max) {
             json_object_set_new(o, "min", json_real(p->min));
             json_object_set_new(o, "max", json_real(p->max));
+        }
+        if (p->type != CFG_T_ENUM && p->choices) { /* words a number's place also takes ("auto") */
+            json_t *w = json_array();
+            for (int k = 0; p->choices[k]; k++) json_array_append_new(w, json_string(p->choices[k]));
+            json_object_set_new(o, "words", w);
         }
         json_array_append_new(list, o);
     }

@@ -22,7 +22,7 @@ const cmd_t cmd_run = {
     "  --out DIR          write results.csv, results.json and plots (SVG, PNG) into DIR\n"
     "  --timeline FILE    write the first plans' ops as Chrome trace-event JSON (opens in Perfetto)\n"
     "  --timeline-plans N plans recorded in the timeline (default 8)\n"
-    "  --replications R   override run.replications\n"
+    "  --replications R   run exactly R replications (run.replications, and run.ci_target off)\n"
     "  --point I          run only sweep point I\n"
     "  --timing           print to stderr, per point, simulated seconds per wall second and events/s\n"
     "  Outputs never destroy: each file is written to a temporary beside it and renamed when whole. An\n"
@@ -174,7 +174,7 @@ static int run_main(int argc, char **argv)
             continue;
         }
         if (a.timing) {
-            double sim_s = rs[i]->duration_s * rs[i]->replications;
+            double sim_s = rs[i]->simulated_s;
             fprintf(stderr, "timing: point %zu: %.4g s simulated in %.3g s wall (%.3gx real time), %llu events (%.3g M events/s)\n",
                     first + i, sim_s, rs[i]->wall_s, sim_s / rs[i]->wall_s, (unsigned long long)rs[i]->events,
                     (double)rs[i]->events / rs[i]->wall_s / 1e6);

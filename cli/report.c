@@ -128,13 +128,63 @@ static void text_resources(FILE *fp, const study_result_t *r)
     fputc('\n', fp);
 }
 
+/* The widest relative half-width among the headline figures, and its figure's name. */
+static double widest_ci(const study_result_t *r, const char **name)
+{
+    const struct { const char *name; study_stat_t st; } f[] = {
+        {"step p50", r->step_p50_s}, {"step p99", r->step_p99_s}, {"TTFT p50", r->ttft_p50_s},
+        {"TTFT p99", r->ttft_p99_s}, {"tokens/s per session", r->tps_session_mean}};
+    double w = 0;
+    *name = "-";
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        double h = isnan(f[i].st.lo) ? INFINITY : (f[i].st.hi - f[i].st.mean) / fabs(f[i].st.mean);
+        if (f[i].st.n && !(h <= w)) w = h, *name = f[i].name;
+    }
+    return w;
+}
+
+/* run.duration_s auto and run.ci_target: how long the replications ran, whether steady, how many. */
+static void text_run(FILE *fp, const study_result_t *r)
+{
+    char a[32];
+    double lo = INFINITY, hi = 0, warm = INFINITY, turn = 0;
+    for (uint32_t k = 0; k < r->replications; k++) {
+        const double *f = r->rep_figs + (size_t)k * STUDY_REP_N;
+        lo = fmin(lo, f[STUDY_REP_DURATION_S]);
+        hi = fmax(hi, f[STUDY_REP_DURATION_S]);
+        warm = fmin(warm, f[STUDY_REP_WARMUP_S]);
+        if (k == 0) turn = f[STUDY_REP_MEAN_TURN_S];
+    }
+    if (r->duration_auto && r->transient)
+        fprintf(fp, "  transient: %.3g turns: a replication's window spanned %.3g of the %.4g mean turn durations asked "
+                "(run.steady_turns) within run.max_duration_s; not judged against the SLO\n", r->window_turns,
+                r->window_turns, r->steady_turns);
+    else if (r->duration_auto)
+        fprintf(fp, "  steady state   windows of >= %.3g mean turns (%s each in the first replication) after >= %.4g s "
+                "warm-up; replications of %.4g to %.4g s simulated\n", r->window_turns,
+                isnan(turn) ? "n/a" : fmt_s(a, sizeof a, turn), warm, lo, hi);
+    if (r->ci_target > 0) {
+        const char *name;
+        double w = widest_ci(r, &name);
+        fprintf(fp, "  replications   %u: headline intervals within +-%.3g%% %s", r->replications, 100 * r->ci_target,
+                r->ci_reached ? "(run.ci_target reached)" : "NOT reached");
+        if (!r->ci_reached) fprintf(fp, isfinite(w) ? " (widest: %s +-%.3g%%)" : " (%s: no interval)", name, 100 * w);
+        fputc('\n', fp);
+    }
+}
+
 void report_text(FILE *fp, const study_t *s, size_t i, const study_result_t *r)
 {
-    fprintf(fp, "point %zu: %s  (%u replication%s of %.4g s simulated)\n", i, study_point_label(s, i), r->replications,
-            r->replications == 1 ? "" : "s", r->duration_s);
+    if (r->duration_auto)
+        fprintf(fp, "point %zu: %s  (%u replication%s, each until steady)\n", i, study_point_label(s, i), r->replications,
+                r->replications == 1 ? "" : "s");
+    else
+        fprintf(fp, "point %zu: %s  (%u replication%s of %.4g s simulated)\n", i, study_point_label(s, i), r->replications,
+                r->replications == 1 ? "" : "s", r->duration_s);
     fprintf(fp, "  sessions %llu, turns done %llu, decode tokens %llu, prefill tokens %llu\n",
             (unsigned long long)r->sessions, (unsigned long long)r->turns, (unsigned long long)r->decode_tokens,
             (unsigned long long)r->prefill_tokens);
+    if (r->rep_figs) text_run(fp, r);
     if (r->placement) fprintf(fp, "  placement      %s\n", r->placement);
     text_latency(fp, FIGS_OF(r), r->replications, "", "box");
     text_resources(fp, r);
@@ -197,6 +247,23 @@ static json_t *classes_json(const study_result_t *r)
     return a;
 }
 
+/* How the replications ran: duration auto, steady or transient, ci_target, and each replication's
+ * own figures (the intervals can be recomputed from them). */
+static json_t *run_json(const study_result_t *r)
+{
+    static const char *const names[STUDY_REP_N] = {"duration_s", "warmup_s", "mean_turn_s", "window_turns", "step_p50_s",
+                                                   "step_p99_s", "ttft_p50_s", "ttft_p99_s", "tokens_per_s_per_session"};
+    json_t *reps = json_array();
+    for (uint32_t k = 0; reps && r->rep_figs && k < r->replications; k++) {
+        json_t *o = json_object();
+        for (int j = 0; j < STUDY_REP_N; j++) json_object_set_new(o, names[j], report_num(r->rep_figs[(size_t)k * STUDY_REP_N + (size_t)j]));
+        json_array_append_new(reps, o);
+    }
+    return json_pack("{s:b,s:b,s:f,s:f,s:f,s:b,s:o}", "duration_auto", r->duration_auto, "transient", r->transient,
+                     "steady_turns", r->steady_turns, "window_turns", r->window_turns, "ci_target", r->ci_target,
+                     "ci_reached", r->ci_reached, "per_replication", reps);
+}
+
 json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
 {
     char *scn = NULL;
@@ -228,6 +295,8 @@ json_t *report_json(const study_t *s, size_t i, const study_result_t *r)
         "launch_thread_utilisation", r->launch_utilisation, "resources", resources_json(r), "lost_per_plan_s",
         lost_json(r), "busiest_resource", r->binding ? r->binding : "", "calibration_flags", r->flags ? r->flags : "");
     if (o) json_object_set_new(o, "scenario", json_string(scn ? scn : ""));
+    if (o) json_object_set_new(o, "run", run_json(r));
+    if (o) json_object_set_new(o, "transient_turns", r->transient ? json_real(r->window_turns) : json_null());
     if (o && r->placement) json_object_set_new(o, "placement", json_string(r->placement));
     if (o && r->n_classes) json_object_set_new(o, "classes", classes_json(r));
     if (o && r->cxl_capacity_bytes > 0) {

@@ -142,6 +142,37 @@ static void stats_over(const double *m, uint32_t reps, size_t stride, study_stat
     }
 }
 
+/* The headline figures: run.ci_target asks each of their intervals to be within ±target. */
+static const int ci_figures[] = {M_STEP50, M_STEP99, M_TTFT50, M_TTFT99, M_TPS_SESS};
+
+/* Whether the intervals of the headline figures over replications 0..reps of m (M_COUNT a row) are
+ * each within ±target of their figure; a figure no replication gave (no turn's first token) asks
+ * nothing, one given by fewer than two has no interval yet. */
+static bool ci_within(const double *m, uint32_t reps, double target)
+{
+    double col[1000];
+    for (size_t j = 0; j < sizeof ci_figures / sizeof *ci_figures; j++) {
+        for (uint32_t k = 0; k < reps; k++) col[k] = m[(size_t)k * M_COUNT + (size_t)ci_figures[j]];
+        study_stat_t st = study_stat_of(col, reps);
+        if (st.n && !(st.hi - st.mean <= target * fabs(st.mean))) return false;
+    }
+    return true;
+}
+
+/* Replication k's own figures (STUDY_REP_*) from its run and its row of m. */
+static void rep_figs_take(const study_rep_t *rep, const double *m, double *f)
+{
+    f[STUDY_REP_DURATION_S] = rep->measured_s + rep->warmup_s;
+    f[STUDY_REP_WARMUP_S] = rep->warmup_s;
+    f[STUDY_REP_MEAN_TURN_S] = rep->mean_turn_s;
+    f[STUDY_REP_WINDOW_TURNS] = rep->window_turns;
+    f[STUDY_REP_STEP_P50_S] = m[M_STEP50];
+    f[STUDY_REP_STEP_P99_S] = m[M_STEP99];
+    f[STUDY_REP_TTFT_P50_S] = m[M_TTFT50];
+    f[STUDY_REP_TTFT_P99_S] = m[M_TTFT99];
+    f[STUDY_REP_TPS_SESSION] = m[M_TPS_SESS];
+}
+
 /* Replication k's figures of each class of pt into m (M_COUNT per class), whether each met the SLO
  * into met; from replication 0 the classes' counts and names into r->classes. */
 static int classes_take(const study_point_t *pt, const study_rep_t *rep, uint32_t k, double *m, uint32_t *met,
@@ -177,28 +208,45 @@ int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **o
     study_point_t pt;
     int rc = study_point_resolve(s, i, &pt, e);
     if (rc) return rc;
-    uint32_t reps = opts && opts->replications > 0 ? (uint32_t)opts->replications : (uint32_t)pt.run.replications;
+    /* With ci_target the replications run in order until the first count (at least run.replications,
+     * and two for an interval) whose intervals reach it: one point's replications run in one process,
+     * so the count, like every figure, is the same whatever the ranks (cli/par.h). */
+    bool fixed = opts && opts->replications > 0, ci = !fixed && pt.run.ci_target > 0;
+    uint32_t reps = fixed ? (uint32_t)opts->replications : (uint32_t)pt.run.replications;
+    uint32_t reps_max = ci ? (uint32_t)pt.run.max_replications : reps, reps_min = ci && reps < 2 ? 2 : reps;
+    if (reps_min > reps_max) reps_min = reps_max;
     study_result_t *r = calloc(1, sizeof *r);
-    double *m = calloc((size_t)reps * M_COUNT, sizeof *m);
+    double *m = calloc((size_t)reps_max * M_COUNT, sizeof *m);
+    if (r) r->rep_figs = calloc((size_t)reps_max * STUDY_REP_N, sizeof *r->rep_figs);
     size_t ncl = pt.n_classes, cstride = ncl * M_COUNT;  /* class figures: reps rows of ncl x M_COUNT */
-    double *mc = ncl ? calloc((size_t)reps * cstride, sizeof *mc) : NULL;
+    double *mc = ncl ? calloc((size_t)reps_max * cstride, sizeof *mc) : NULL;
     uint32_t met = 0, *met_c = ncl ? calloc(ncl, sizeof *met_c) : NULL;
     if (r && ncl) r->classes = calloc(ncl, sizeof *r->classes);
-    if (!r || !m || (ncl && (!mc || !met_c || !r->classes))) rc = err_set(e, ERR_NOMEM, "out of memory");
+    if (!r || !m || !r->rep_figs || (ncl && (!mc || !met_c || !r->classes))) rc = err_set(e, ERR_NOMEM, "out of memory");
+    bool transient = false;
+    double window_turns = INFINITY;
     if (!rc) r->n_classes = ncl;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (uint32_t k = 0; !rc && k < reps; k++) {
+    uint32_t ran = 0;
+    for (uint32_t k = 0; !rc && k < reps_max; k++) {
+        if (k >= reps_min && ci_within(m, k, pt.run.ci_target)) break;
         study_rep_t rep;
-        rc = study_rep_run(s, &pt, k, reps, opts, &rep, e);
+        rc = study_rep_run(s, &pt, k, reps_max, opts, &rep, e);
         if (rc) break;
         fill_metrics(rep.stats, rep.measured_tokens, rep.measured_s, m + (size_t)k * M_COUNT);
+        rep_figs_take(&rep, m + (size_t)k * M_COUNT, r->rep_figs + (size_t)k * STUDY_REP_N);
         r->events += sim_events(rep.sim);
+        r->simulated_s += rep.measured_s + rep.warmup_s;
         met += rep_meets_slo(rep.stats, &pt.slo, m + (size_t)k * M_COUNT);
+        transient = transient || (pt.run.duration_auto && !rep.steady);
+        if (rep.window_turns < window_turns) window_turns = rep.window_turns;
         if (ncl) rc = classes_take(&pt, &rep, k, mc + (size_t)k * cstride, met_c, r, e);
         if (!rc && k == 0) rc = study_result_fill(s, &pt, &rep, r, e);
         study_rep_free(&rep);
+        ran = k + 1;
     }
+    reps = ran;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (r) r->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (!rc) {
@@ -207,14 +255,21 @@ int study_run(study_t *s, size_t i, const study_opts_t *opts, study_result_t **o
                                       &r->slo_attainment, &r->prefill_p50_s, &r->prefill_p99_s};
         stats_over(m, reps, M_COUNT, dst);
         r->replications = reps;
-        r->slo_met = (double)met >= 0.95 * (double)reps;
+        r->duration_auto = pt.run.duration_auto;
+        r->transient = transient;
+        r->steady_turns = pt.run.steady_turns;
+        r->window_turns = isfinite(window_turns) ? window_turns : 0;
+        r->ci_target = pt.run.ci_target;
+        r->ci_reached = pt.run.ci_target > 0 && reps >= 2 && ci_within(m, reps, pt.run.ci_target);
+        /* a transient point has not shown what it does once steady: it meets nothing */
+        r->slo_met = !transient && (double)met >= 0.95 * (double)reps;
         for (size_t c = 0; c < ncl; c++) {
             study_class_result_t *cr = &r->classes[c];
             study_stat_t *cdst[M_COUNT] = {&cr->step_p50_s, &cr->step_p95_s, &cr->step_p99_s, &cr->step_mean_s,
                                            &cr->ttft_p50_s, &cr->ttft_p95_s, &cr->ttft_p99_s, &cr->tps_session_mean,
                                            &cr->tps_total, &cr->slo_attainment, &cr->prefill_p50_s, &cr->prefill_p99_s};
             stats_over(mc + c * M_COUNT, reps, cstride, cdst);
-            cr->slo_met = (double)met_c[c] >= 0.95 * (double)reps;
+            cr->slo_met = !transient && (double)met_c[c] >= 0.95 * (double)reps;
             r->slo_met = r->slo_met && cr->slo_met; /* a capacity holds only where every class's SLO does */
         }
         r->label = strdup(s->labels[i]);
@@ -245,6 +300,7 @@ void study_result_free(study_result_t *r)
         free(r->classes[c].method);
     }
     free(r->classes);
+    free(r->rep_figs);
     free(r->res);
     free(r->lost);
     free(r->label);

@@ -14,7 +14,8 @@
  *               admission: reserve, placement: round_robin}
  *   workload:  {kind: generator | trace | probe, ...}
  *   slo:       {ttft_s: 2, tokens_per_s: 20, step_p99_s: 0.1}
- *   run:       {duration_s: 600, seed: 1, replications: 3, warmup_s: 0}
+ *   run:       {duration_s: 600 | auto, seed: 1, replications: 3, warmup_s: 0 | auto, steady_turns: 10,
+ *               max_duration_s: 1h, ci_target: 0.05, max_replications: 20}   # docs/scenarios.md
  *   sweep:     {method.name: [dense, fathom], hardware.link: [pcie4, pcie5]}
  *   classes:   [{name: decode, share: 0.75}, {name: prefill, share: 0.25, method: {...},
  *               workload: {generator: {...}}}]     # session classes side by side (docs/scenarios.md)
@@ -119,10 +120,26 @@ typedef struct study_class_result {
     uint64_t preemptions, evictions, waiting;
 } study_class_result_t;
 
+/* Each replication's own figures (study_result_t.rep_figs), in this order. */
+enum { STUDY_REP_DURATION_S, STUDY_REP_WARMUP_S, STUDY_REP_MEAN_TURN_S, STUDY_REP_WINDOW_TURNS, STUDY_REP_STEP_P50_S,
+       STUDY_REP_STEP_P99_S, STUDY_REP_TTFT_P50_S, STUDY_REP_TTFT_P99_S, STUDY_REP_TPS_SESSION, STUDY_REP_N };
+
 typedef struct study_result {
     char *label;
     uint32_t replications;
-    double duration_s;                 /* simulated time of each replication */
+    double duration_s;                 /* simulated time of each replication (duration auto: of the first) */
+    double simulated_s;                /* simulated time of all replications together */
+    bool duration_auto;                /* run.duration_s: auto: each replication ran until steady or its cap */
+    bool transient;                    /* auto: a replication's window fell short of run.steady_turns mean
+                                        * turns (it reached run.max_duration_s, or its work ran out); the
+                                        * point then never meets the SLO */
+    double steady_turns;               /* run.steady_turns */
+    double window_turns;               /* the fewest mean turn durations a replication's measured window
+                                        * spanned (0: no turn) */
+    double ci_target;                  /* run.ci_target (0: off) */
+    bool ci_reached;                   /* the headline figures' intervals are within ±ci_target of them */
+    double *rep_figs;                  /* replications × STUDY_REP_N: each replication's own figures (NAN:
+                                        * no sample) */
     study_stat_t step_p50_s, step_p95_s, step_p99_s, step_mean_s;
     study_stat_t ttft_p50_s, ttft_p95_s, ttft_p99_s;
     study_stat_t prefill_p50_s, prefill_p99_s; /* prefill chunk latency (NAN: no chunk ran) */
@@ -163,7 +180,7 @@ typedef struct study_result {
 } study_result_t;
 
 typedef struct study_opts {
-    int replications;     /* override the scenario's (0: keep) */
+    int replications;     /* run exactly this many replications (0: the scenario's, with its ci_target) */
     bool progress;        /* progress bar on stderr */
     const char *timeline_path; /* write the first plans as Chrome trace-event JSON (NULL: none) */
     uint32_t timeline_plans;

@@ -9,6 +9,7 @@
 #include "sim/exec.h"
 
 #define P(k, t, st, f, d, lo, hi, doc) {k, t, offsetof(st, f), d, lo, hi, NULL, doc}
+#define PA(k, t, st, f, d, lo, hi, doc) {k, t, offsetof(st, f), d, lo, hi, auto_word, doc} /* or `auto` */
 #define E(k, st, f, d, ch, doc) {k, CFG_T_ENUM, offsetof(st, f), d, 1, 0, ch, doc}
 #define N(k, st, f, doc) {k, CFG_T_NODE, offsetof(st, f), NULL, 1, 0, NULL, doc}
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -99,11 +100,32 @@ static const cfg_param_t slo_params[] = {
     P("attainment", CFG_T_DOUBLE, scn_slo_t, attainment, "0.95", 0, 1, "share of turns that must meet ttft and tokens/s"),
 };
 
+static const char *const auto_word[] = {"auto", NULL};
+
 static const cfg_param_t run_params[] = {
-    P("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, RUN_MAX_S, "simulated time per replication"),
-    P("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, RUN_MAX_S, "simulated time excluded from every statistic (latencies, TTFT, turns, throughput)"),
+    PA("duration_s", CFG_T_SECONDS, scn_run_t, duration_s, "120s", 1e-6, RUN_MAX_S,
+       "simulated time per replication; auto: until the measured window (after the warm-up) spans "
+       "run.steady_turns mean turn durations, at most run.max_duration_s (a point whose window falls short is "
+       "reported transient and never meets the SLO). A turn lasts from when it is ready (a session's arrival "
+       "for its first) to its last token; the mean is over the turns done so far, those in progress counting "
+       "their time so far"),
+    PA("warmup_s", CFG_T_SECONDS, scn_run_t, warmup_s, "0s", 0, RUN_MAX_S,
+       "simulated time excluded from every statistic (latencies, TTFT, turns, throughput); auto: with "
+       "duration_s auto, until one mean turn duration has passed and a turn is done (every session's first "
+       "turn, joining included, is over on average); with a fixed duration_s, none (the run is measured whole)"),
+    P("steady_turns", CFG_T_DOUBLE, scn_run_t, steady_turns, "10", 1, 1e6,
+      "duration_s auto: mean turn durations the measured window must span"),
+    P("max_duration_s", CFG_T_SECONDS, scn_run_t, max_duration_s, "1h", 1e-6, RUN_MAX_S,
+      "duration_s auto: the longest replication (simulated time)"),
     P("seed", CFG_T_INT, scn_run_t, seed, "1", 0, 9e18, "root seed: workload, plan and calibration streams derive from it"),
-    P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000, "independent replications (intervals are over them)"),
+    P("replications", CFG_T_INT, scn_run_t, replications, "3", 1, 1000,
+      "independent replications (intervals are over them); with ci_target, the fewest"),
+    P("ci_target", CFG_T_DOUBLE, scn_run_t, ci_target, "0", 0, 1,
+      "replicate until the 95% interval of each headline figure (step p50 and p99, TTFT p50 and p99, tokens/s "
+      "per session) is within +-ci_target of it (relative; 0: off): replications run in order, the first count "
+      ">= max(replications, 2) that reaches it stops them, at most max_replications"),
+    P("max_replications", CFG_T_INT, scn_run_t, max_replications, "20", 1, 1000,
+      "ci_target: the most replications"),
     P("sample_calibration", CFG_T_BOOL, scn_run_t, sample_calibration, "true", 1, 0,
       "with several replications, draw fitted parameters from N(value, stderr) per replication"),
     P("jitter", CFG_T_BOOL, scn_run_t, jitter, "false", 1, 0,
@@ -251,11 +273,23 @@ int scn_bind_slo(const cfg_node_t *n, scn_slo_t *out, err_t *e)
 int scn_bind_run(const cfg_node_t *n, scn_run_t *out, err_t *e)
 {
     int rc = cfg_bind(n, run_params, COUNT(run_params), out, e);
+    if (rc) return rc;
+    /* auto: the run may last up to its cap, which every use of the duration (arrivals kept, samplers)
+     * then takes as the run's length */
+    out->duration_auto = isnan(out->duration_s);
+    out->warmup_auto = isnan(out->warmup_s);
+    if (out->duration_auto) out->duration_s = out->max_duration_s;
+    /* a fixed duration opts out of the steady-state rule, whose part the auto warm-up is */
+    if (out->warmup_auto) out->warmup_s = 0;
+    out->warmup_auto = out->warmup_auto && out->duration_auto;
     /* a warm-up as long as the run leaves nothing to measure (it once became 0 silently) */
-    if (!rc && out->warmup_s > 0 && out->warmup_s >= out->duration_s)
-        return cfg_error(e, ERR_INVAL, cfg_get(n, "warmup_s"), "warmup_s %g s is not below run.duration_s %g s",
-                         out->warmup_s, out->duration_s);
-    return rc;
+    if (out->warmup_s > 0 && out->warmup_s >= out->duration_s)
+        return cfg_error(e, ERR_INVAL, cfg_get(n, "warmup_s"), "warmup_s %g s is not below run.%s %g s",
+                         out->warmup_s, out->duration_auto ? "max_duration_s" : "duration_s", out->duration_s);
+    if (out->ci_target > 0 && out->max_replications < out->replications)
+        return cfg_error(e, ERR_INVAL, cfg_get(n, "max_replications"), "max_replications %lld is below run.replications %lld",
+                         (long long)out->max_replications, (long long)out->replications);
+    return ERR_OK;
 }
 int scn_bind_probe(const cfg_node_t *n, scn_probe_t *out, err_t *e)
 {

@@ -61,7 +61,12 @@ typedef struct scn_slo {
 } scn_slo_t;
 
 typedef struct scn_run {
-    double duration_s, warmup_s;
+    double duration_s, warmup_s;   /* with duration_auto the cap (max_duration_s); with warmup_auto 0 */
+    bool duration_auto, warmup_auto; /* `auto`: the run decides as it goes (cli/study_steady.c); a
+                                   * warm-up is auto only with an auto duration (else 0 s) */
+    double steady_turns, max_duration_s;
+    double ci_target;              /* relative half-width of the headline intervals to reach (0: off) */
+    int64_t max_replications;
     int64_t seed, replications;
     bool sample_calibration;
     bool jitter;                   /* ops' times vary as measured (jitter_us, jitter_rel) */

@@ -77,8 +77,15 @@ typedef struct study_rep {
     double *util_t_s, *util, *last_work;
     size_t n_util, cap_util, n_res;
     double util_dt_s;
-    double warmup_s;
+    double warmup_s;            /* when the measured window began */
     uint64_t tokens_at_warmup;
+    /* run.duration_s: auto (cli/study_steady.c) */
+    const scn_run_t *run;
+    bool warmed;                /* the measured window has begun */
+    uint64_t turns_at_warmup;   /* turns done before it */
+    bool steady;                /* the window reached run.steady_turns mean turns (the run stopped there) */
+    double mean_turn_s;         /* at the end: the mean turn duration (NAN: no turn) */
+    double window_turns;        /* at the end: measured_s over mean_turn_s (0: no turn) */
 } study_rep_t;
 
 /* The path of a data file: as given when it exists or is absolute, else under the data root. */
@@ -110,6 +117,18 @@ int study_calib_load(study_t *s, const study_point_t *pt, calib_t **out, err_t *
 int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps, const study_opts_t *opts,
                   study_rep_t *rep, err_t *e);
 void study_rep_free(study_rep_t *rep);
+
+/* Starts rep's measured window now (the warm-up ends): every statistic forgets what came before. */
+void study_rep_window_start(study_rep_t *rep);
+/* run.duration_s: auto (cli/study_steady.c): schedules the checks that end the warm-up (warmup_s:
+ * auto: once one mean turn duration has passed and a turn is done) and stop the run (sim_stop)
+ * once the measured window spans run.steady_turns mean turn durations and holds as many finished
+ * turns. Errors: ERR_NOMEM. */
+int study_steady_start(study_rep_t *rep, err_t *e);
+/* The mean turn duration of rep's box so far (NAN: no turn begun): the turns done and those in
+ * progress, whose time so far counts, over the turns done (at least one). A run whose turns are still
+ * under way is thus never cut short by the quick ones that finished first. */
+double study_mean_turn_s(const study_rep_t *rep);
 
 /* Fills the per-run parts of r (resources, time lost, memory, flags, samples) from replication 0. */
 int study_result_fill(const study_t *s, const study_point_t *pt, const study_rep_t *rep, study_result_t *r, err_t *e);

@@ -21,6 +21,7 @@
 
 #define CTX_SAMPLES 4096
 #define UTIL_INTERVALS 200
+#define UTIL_AUTO_FINER 64      /* duration auto: first sampling intervals, this much finer than the cap's */
 
 /* SplitMix64: independent, reproducible seeds from (root seed, replication, stream). */
 static uint64_t mix64(uint64_t z)
@@ -135,6 +136,17 @@ static void util_tick(sim_t *sim, void *arg)
         }
         rep->util_t_s[rep->n_util++] = t;
     }
+    if (rep->n_util == rep->cap_util && rep->run && rep->run->duration_auto) {
+        /* a run of unknown length: every two intervals become one twice as long, so the samples
+         * always cover the run so far */
+        for (size_t i = 0; i < rep->cap_util / 2; i++) {
+            for (size_t r = 0; r < rep->n_res; r++)
+                rep->util[i * rep->n_res + r] = (rep->util[2 * i * rep->n_res + r] + rep->util[(2 * i + 1) * rep->n_res + r]) / 2;
+            rep->util_t_s[i] = rep->util_t_s[2 * i + 1];
+        }
+        rep->n_util = rep->cap_util / 2;
+        rep->util_dt_s *= 2;
+    }
     err_t e;
     if (rep->n_util < rep->cap_util) sim_at(sim, sim_ps_add(sim_now(sim), down_ps(rep->util_dt_s)), util_tick, rep, &e);
 }
@@ -164,20 +176,28 @@ static void progress_tick(sim_t *sim, void *arg)
     if (frac < 0.995) sim_at(sim, sim_ps_add(sim_now(sim), down_ps(p->duration_s / 100)), progress_tick, p, &e);
 }
 
+void study_rep_window_start(study_rep_t *rep)
+{
+    const exec_stats_t *st = exec_stats(rep->x);
+    rep->tokens_at_warmup = st->decode_tokens;
+    rep->turns_at_warmup = st->turns_all;
+    if (rep->classes) study_classes_warmup(rep->classes, rep->x);
+    exec_stats_window_start(rep->x);   /* every statistic, not only throughput, excludes the warm-up */
+    rep->warmed = true;
+}
+
 static void warmup_tick(sim_t *sim, void *arg)
 {
     (void)sim;
-    study_rep_t *rep = arg;
-    rep->tokens_at_warmup = exec_stats(rep->x)->decode_tokens;
-    if (rep->classes) study_classes_warmup(rep->classes, rep->x);
-    exec_stats_window_start(rep->x);   /* every statistic, not only throughput, excludes the warm-up */
+    study_rep_window_start(arg);
 }
 
 static int samplers_start(study_rep_t *rep, double duration_s, err_t *e)
 {
     rep->n_res = sim_res_count(rep->sim);
     rep->cap_util = UTIL_INTERVALS;
-    rep->util_dt_s = duration_s / UTIL_INTERVALS;
+    /* auto: the run may stop far below its cap; the samples start fine and coarsen as it goes */
+    rep->util_dt_s = duration_s / UTIL_INTERVALS / (rep->run->duration_auto ? UTIL_AUTO_FINER : 1);
     rep->ctx_tokens = malloc(CTX_SAMPLES * sizeof *rep->ctx_tokens);
     rep->ctx_step_s = malloc(CTX_SAMPLES * sizeof *rep->ctx_step_s);
     rep->util_t_s = malloc(UTIL_INTERVALS * sizeof *rep->util_t_s);
@@ -708,6 +728,8 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     if (!rc) rc = exec_make(pt, k, rep, pools, timeline ? opts->timeline_plans : 0, e);
     free(pools);
     rep->warmup_s = pt->run.warmup_s; /* below duration_s (scn_bind_run) */
+    rep->run = &pt->run;
+    rep->warmed = !(rep->warmup_s > 0) && !pt->run.warmup_auto;
     if (!rc && pt->wl.kind != SCN_WL_PROBE) rc = samplers_start(rep, pt->run.duration_s, e);
     /* One method for every session of the replication; its planner draws from the plans stream,
      * common to every point of a sweep. */
@@ -729,6 +751,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     progress_t prog = {.duration_s = pt->run.duration_s, .k = k, .reps = reps};
     clock_gettime(CLOCK_MONOTONIC, &prog.t0);
     if (!rc && opts && opts->progress && pt->wl.kind != SCN_WL_PROBE) rc = sim_at(rep->sim, 0, progress_tick, &prog, e);
+    if (!rc && pt->run.duration_auto && pt->wl.kind != SCN_WL_PROBE) rc = study_steady_start(rep, e);
     sim_ps_t until = SIM_TIME_NEVER;
     if (!rc && pt->wl.kind != SCN_WL_PROBE && !sim_ps_of_s(pt->run.duration_s, SIM_ROUND_DOWN, &until))
         rc = err_set(e, ERR_RANGE, "key 'run.duration_s': %g s is beyond the %.4g s the engine's clock holds",
@@ -739,14 +762,20 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
         study_rep_free(rep);
         return rc;
     }
+    double end_s = (double)sim_now(rep->sim) / (double)SIM_PS_PER_S;
+    if (!rep->warmed) {  /* an auto warm-up that never ended: nothing was measured */
+        study_rep_window_start(rep);
+        rep->warmup_s = end_s;
+    }
     rep->stats = exec_stats(rep->x);
     if (timeline && (rc = write_timeline(rep, timeline, e))) {
         study_rep_free(rep);
         return rc;
     }
-    double end_s = (double)sim_now(rep->sim) / (double)SIM_PS_PER_S;
     rep->measured_s = end_s - rep->warmup_s;
     rep->measured_tokens = rep->stats->decode_tokens - rep->tokens_at_warmup;
+    rep->mean_turn_s = study_mean_turn_s(rep);
+    rep->window_turns = rep->mean_turn_s > 0 ? rep->measured_s / rep->mean_turn_s : 0;
     return ERR_OK;
 }
 

@@ -59,6 +59,7 @@ int study_wire_pack(const study_result_t *r, char **buf, size_t *len, err_t *e)
         put_str(&w, r->classes[i].name);
         put_str(&w, r->classes[i].method);
     }
+    put(&w, r->rep_figs, (r->rep_figs ? r->replications : 0) * (size_t)STUDY_REP_N * sizeof(double));
     if (w.oom) {
         free(w.p);
         return err_set(e, ERR_NOMEM, "out of memory packing the result of '%s'", r->label ? r->label : "");
@@ -135,6 +136,8 @@ int study_wire_unpack(const char *buf, size_t len, study_result_t **out, err_t *
     x->lost = NULL;
     x->ctx_tokens = x->ctx_step_s = x->util_t_s = x->util = NULL;
     x->classes = NULL;
+    bool has_reps = !r.err && x->rep_figs;  /* a pointer's bytes only say whether there was an array */
+    x->rep_figs = NULL;
     x->n_res = x->n_lost = x->n_classes = 0;
     size_t n_ctx = x->n_ctx, n_util = x->n_util;
     x->n_ctx = x->n_util = 0;
@@ -167,6 +170,8 @@ int study_wire_unpack(const char *buf, size_t len, study_result_t **out, err_t *
         x->classes[i].name = get_str(&r);
         x->classes[i].method = get_str(&r);
     }
+    if (!r.err && has_reps && x->replications > 1000) r.err = ERR_PARSE;
+    if (has_reps) x->rep_figs = get_doubles(&r, (size_t)x->replications * STUDY_REP_N);
     if (!r.err && r.at != len) r.err = ERR_PARSE;
     if (r.err) {
         study_result_free(x);

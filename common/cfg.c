@@ -794,6 +794,12 @@ static int bind_scalar(const cfg_node_t *v, const cfg_param_t *p, void *field, e
     double d;
     int64_t i;
     int rc = ERR_OK;
+    if ((p->type == CFG_T_DOUBLE || p->type == CFG_T_SECONDS) && p->choices && v->kind == CFG_SCALAR)
+        for (int k = 0; p->choices[k]; k++)
+            if (!strcmp(p->choices[k], v->str)) {
+                *(double *)field = NAN;
+                return ERR_OK;
+            }
     switch (p->type) {
     case CFG_T_DOUBLE: rc = cfg_double(v, &d, e); break;
     case CFG_T_BYTES: rc = cfg_bytes(v, &d, e); break;
@@ -904,6 +910,7 @@ void cfg_params_describe(FILE *fp, const char *section, const cfg_param_t *param
         const char *dflt = p->dflt ? p->dflt : p->type == CFG_T_NODE ? "(section)" : "(required)";
         fprintf(fp, "  %-24s %-8s default %-12s", p->key, tname[p->type], dflt);
         if (p->min <= p->max && p->type != CFG_T_ENUM) fprintf(fp, " [%g, %g]", p->min, p->max);
+        for (int k = 0; p->type != CFG_T_ENUM && p->choices && p->choices[k]; k++) fprintf(fp, " or %s", p->choices[k]);
         if (p->type == CFG_T_ENUM) {
             fputs(" {", fp);
             for (int k = 0; p->choices[k]; k++) fprintf(fp, "%s%s", k ? "|" : "", p->choices[k]);

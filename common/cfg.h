@@ -135,7 +135,9 @@ typedef struct cfg_param {
     size_t offset;               /* offsetof(target struct, field) */
     const char *dflt;            /* default as YAML scalar text; NULL: the key is required */
     double min, max;             /* inclusive bounds for numeric types; ignored when min > max */
-    const char *const *choices;  /* CFG_T_ENUM: NULL-terminated list of names */
+    const char *const *choices;  /* CFG_T_ENUM: NULL-terminated list of names; CFG_T_DOUBLE and
+                                  * CFG_T_SECONDS: words accepted besides a number, each binding NAN
+                                  * (the caller tells them apart with cfg_get), or NULL */
     const char *doc;             /* meaning, with unit */
 } cfg_param_t;
 

@@ -346,6 +346,23 @@ void exec_stats_window_start(exec_t *x)
     }
 }
 
+void exec_turn_times(const exec_t *x, uint64_t *done, double *done_s, uint64_t *n, double *elapsed_s)
+{
+    sim_ps_t now = sim_now(x->sim);
+    *done = x->stats.turns_all;
+    *done_s = x->stats.turn_all_s;
+    *n = 0;
+    *elapsed_s = 0;
+    for (size_t i = 0; i < x->n_sessions; i++) {
+        const sess_t *s = x->sessions[i];
+        if (s->state == S_ARRIVING || s->state == S_DONE || s->turn >= s->n_turns) continue;
+        /* between turns a session has nothing left of the last one (a pause between steps has) */
+        if (s->admitted && s->state == S_THINKING && !s->prefill_left && !s->decode_left) continue;
+        (*n)++;
+        *elapsed_s += ps_to_s(now - (s->admitted ? s->t_turn_ready : s->t_arrive));
+    }
+}
+
 const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n)
 {
     *n = x->n_timeline;

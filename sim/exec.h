@@ -157,6 +157,9 @@ typedef struct exec_stats {
     hist_t *session_tps;     /* per session: decode tokens / time in decode steps (tokens/s) */
     uint64_t decode_tokens, prefill_tokens, plans, turns_done, sessions_done;
     uint64_t turns_slo_ok;   /* turns meeting slo_ttft_s and slo_turn_tps */
+    uint64_t turns_all;      /* turns completed since the run began (the measured window does not */
+    double turn_all_s;       /*   reset them) and their summed durations: turn ready (a session's
+                              *   arrival for its first) to its last token */
     uint64_t open_slo_ok, open_slo_missed; /* turns still running: already decided either way */
     uint64_t preemptions, evictions;
     uint64_t sessions_waiting; /* waiting for memory now (admission or growth) */
@@ -207,6 +210,11 @@ const exec_stats_t *exec_stats(const exec_t *x);
  * waits, preemptions, evictions, per-session rates); what belongs to the box (lost_ps, plans,
  * standalone and actual sums, launch-thread time) is left 0. NULL: g is not below n_groups. */
 const exec_stats_t *exec_group_stats(const exec_t *x, uint32_t g);
+/* Turn times of the whole box so far, cheap enough to ask often: the turns completed since the run
+ * began and their summed durations (exec_stats_t.turns_all, turn_all_s), and the turns in progress
+ * now (a session's first turn from its arrival, admitted or not; not the think time between turns)
+ * and the time since each became ready, summed (s). */
+void exec_turn_times(const exec_t *x, uint64_t *done, double *done_s, uint64_t *open, double *open_s);
 /* The recorded timeline ops (first timeline_plans plans), in completion order. */
 const exec_trace_op_t *exec_timeline(const exec_t *x, size_t *n);
 

@@ -174,6 +174,8 @@ void exec_sess_plan_done(sess_t *s, sim_ps_t t_begin, sim_ps_t t_window)
     for (size_t i = 0; i < n_st; i++) {
         st[i]->turns_done++;
         st[i]->turns_slo_ok += met;
+        st[i]->turns_all++;
+        st[i]->turn_all_s += ps_to_s(now - s->t_turn_ready);
     }
     s->turn++;
     if (s->turn >= s->n_turns) { exec_sess_finish(s, false); return; }

@@ -252,12 +252,15 @@ Test(study, coarse_matches_fine_alone_and_nearly_under_sharing)
     study_result_free(c);
 }
 
-/* Point 0 of scenarios/default.yaml with the --set assignments sets[0..n). */
+/* Point 0 of scenarios/default.yaml in its short form (20 s, no stopping rule: the scenario runs
+ * until steady) with the --set assignments sets[0..n). */
 static study_result_t *run_default(const char *const *sets, size_t n)
 {
     cfg_doc_t *doc;
     err_t e;
     cr_assert_eq(cfg_parse_file("scenarios/default.yaml", &doc, &e), 0, "%s", e.msg);
+    cr_assert_eq(cfg_set(doc, "run.duration_s=20s", "--set", &e), 0, "%s", e.msg);
+    cr_assert_eq(cfg_set(doc, "run.ci_target=0", "--set", &e), 0, "%s", e.msg);
     for (size_t i = 0; i < n; i++) cr_assert_eq(cfg_set(doc, sets[i], "--set", &e), 0, "%s", e.msg);
     study_t *s;
     cr_assert_eq(study_open_doc(doc, "default.yaml", &s, &e), 0, "%s", e.msg);

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,32 @@ Test(cfg, bind_errors_name_file_line_and_key)
     bind_fails("bw_GBps: 1\nbuffer: 3 parsecs\n", "unknown suffix");
     bind_fails("bw_GBps: .nan\n", "expected a number");
     bind_fails("bw_GBps: [1]\n", "got a list");
+}
+
+/* A number's place takes the words a numeric parameter lists (run.duration_s: auto) as NAN, and no
+ * other word; a parameter without words refuses them. */
+Test(cfg, words_in_a_numbers_place)
+{
+    static const char *const words[] = {"auto", NULL};
+    static const cfg_param_t p[] = {{"dt", CFG_T_SECONDS, offsetof(demo_t, dt), "2s", 0, 10, words, "seconds or auto"},
+                                    {"bw_GBps", CFG_T_DOUBLE, offsetof(demo_t, bw), "1", 0, 10, NULL, "GB/s"}};
+    demo_t x;
+    err_t e;
+    cfg_doc_t *d = parse_ok("dt: auto\n");
+    cr_assert_eq(cfg_bind(cfg_root(d), p, 2, &x, &e), 0, "%s", e.msg);
+    cr_assert(isnan(x.dt));
+    cfg_free(d);
+    d = parse_ok("dt: 3s\n");
+    cr_assert_eq(cfg_bind(cfg_root(d), p, 2, &x, &e), 0, "%s", e.msg);
+    cr_assert_float_eq(x.dt, 3.0, 1e-15);
+    cfg_free(d);
+    const char *bad[][2] = {{"dt: automatic\n", "key 'dt'"}, {"dt: 11s\n", "outside [0, 10]"}, {"bw_GBps: auto\n", "expected a number"}};
+    for (size_t i = 0; i < 3; i++) {
+        d = parse_ok(bad[i][0]);
+        cr_assert_neq(cfg_bind(cfg_root(d), p, 2, &x, &e), 0, "bind of %s should fail", bad[i][0]);
+        cr_assert(strstr(e.msg, bad[i][1]), "message '%s' lacks '%s'", e.msg, bad[i][1]);
+        cfg_free(d);
+    }
 }
 
 Test(cfg, merge_overlays_maps_and_replaces_the_rest)

@@ -32,10 +32,17 @@ done
 "$odsim" capacity "$tmp/sweep.yaml" --max 8 --out "$tmp/cap" > "$tmp/cap.txt"
 mpi 2 capacity "$tmp/sweep.yaml" --max 8 --out "$tmp/cap2" > "$tmp/cap2.txt"
 cmp "$tmp/cap.txt" "$tmp/cap2.txt" && diff -r "$tmp/cap" "$tmp/cap2" || { echo "capacity's text or --out with -np 2 differs"; exit 1; }
+# run.duration_s auto and run.ci_target: each point's replications run in one rank, so the counts
+# the stopping rule reaches and every figure are the same whatever the ranks
+{ cat tests/data/small.yaml; printf 'sweep:\n  method.budget: [40, 56, 80]\n'; } > "$tmp/ci.yaml"
+ci=(--set run.duration_s=auto --set run.steady_turns=5 --set run.max_duration_s=10min --set run.ci_target=0.5 --set run.max_replications=8)
+"$odsim" run "$tmp/ci.yaml" "${ci[@]}" --json > "$tmp/ci1.json"
+mpi 3 run "$tmp/ci.yaml" "${ci[@]}" --json > "$tmp/ci3.json"
+cmp "$tmp/ci1.json" "$tmp/ci3.json" || { echo "run with ci_target under -np 3 differs from the serial run"; exit 1; }
 # point 4 (warmup 2 s in a 1 s run) cannot run
 { cat tests/data/small.yaml; printf 'sweep:\n  run.warmup_s: [0, 2s]\n  run.duration_s: [3s, 1s, 3s]\n'; } > "$tmp/bad.yaml"
 if mpi 2 run "$tmp/bad.yaml" --out "$tmp/bad" > "$tmp/bad.out" 2> "$tmp/bad.err"; then echo "a failing point exited 0 under mpirun"; exit 1; fi
 grep -q '^odsim run: point 4 (run.warmup_s=2s run.duration_s=1s): ' "$tmp/bad.err" || { echo "the failing point is not named:"; cat "$tmp/bad.err"; exit 1; }
 [ "$(grep -c '^odsim run:' "$tmp/bad.err")" = 1 ] || { echo "the ranks repeat the error"; exit 1; }
 [ ! -s "$tmp/bad.out" ] && [ ! -e "$tmp/bad/MANIFEST" ] || { echo "a failed sweep wrote results"; exit 1; }
-echo "mpirun -np 1, 2, 3: run and capacity outputs identical to the serial run"
+echo "mpirun -np 1, 2, 3: run and capacity outputs (also with auto durations and ci_target) identical to the serial run"

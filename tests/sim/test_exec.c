@@ -145,6 +145,46 @@ Test(exec, the_prefill_samples_the_first_token)
     world_free(&w);
 }
 
+/* Turn times (exec_turn_times): one session, two turns of 3 decode steps (1 s each) 2 s of think
+ * apart. At 4 s the second turn, ready at 5 s, has not begun: one turn done of 3 s, none open; at
+ * 6.5 s the second is open for 1.5 s; at the end two turns of 3 s each, none open. */
+static void turn_times_at(sim_t *sim, void *arg)
+{
+    const exec_t *x = arg;
+    uint64_t done, open;
+    double done_s, open_s;
+    exec_turn_times(x, &done, &done_s, &open, &open_s);
+    double t = (double)sim_now(sim) / (double)SIM_PS_PER_S;
+    cr_expect_eq(done, 1, "at %g s", t);
+    cr_expect_float_eq(done_s, 3.0, 1e-6, "at %g s", t);
+    cr_expect_eq(open, t > 5 ? 1 : 0, "at %g s", t);
+    cr_expect_float_eq(open_s, t > 5 ? t - 5 : 0, 1e-6, "at %g s", t);
+}
+
+Test(exec, turn_times_count_done_and_open_turns)
+{
+    world_t w;
+    world_init(&w, EXEC_STREAMS, 0);
+    toy_t toy = w.toy;
+    exec_turn_t turns[2] = {{.arrival_s = -1, .decode_tokens = 3}, {.think_s = 2, .arrival_s = -1, .decode_tokens = 3}};
+    exec_session_spec_t spec = {.id = 0, .gpu = 0, .arrival_s = 0, .context_tokens = 100, .final_tokens = 106,
+                                .turns = turns, .n_turns = 2, .provider = {&toy_ops, &toy}};
+    err_t e;
+    cr_assert_eq(exec_add_session(w.x, &spec, &e), 0, "%s", e.msg);
+    cr_assert_eq(sim_at(w.sim, 4 * SIM_PS_PER_S, turn_times_at, w.x, &e), 0);
+    cr_assert_eq(sim_at(w.sim, 6500 * (SIM_PS_PER_S / 1000), turn_times_at, w.x, &e), 0);
+    world_run(&w);
+    uint64_t done, open;
+    double done_s, open_s;
+    exec_turn_times(w.x, &done, &done_s, &open, &open_s);
+    cr_expect_eq(done, 2);
+    cr_expect_float_eq(done_s, 6.0, 1e-6);
+    cr_expect_eq(open, 0);
+    exec_stats_window_start(w.x);  /* the window does not reset them */
+    cr_expect_eq(exec_stats(w.x)->turns_all, 2);
+    world_free(&w);
+}
+
 /* N sessions as streams share the link fairly: N·1e9 B at 1e9 B/s, every step takes N s. */
 Test(exec, n_sessions_on_one_link_take_n_times_as_long)
 {
