@@ -12,7 +12,7 @@ platform_class_t platform_class(const char *name)
         return PLATFORM_LINK;
     if (!strcmp(name, "gather_peak_GBps")) return PLATFORM_SM_PATH;
     if (strstr(name, "rows_Mps") || !strcmp(name, "gather_warm_rows") || !strcmp(name, "host_page_bytes") ||
-        !strcmp(name, "ce2d_page_row_ns"))
+        !strcmp(name, "ce2d_page_row_ns") || !strcmp(name, "cebatch_piece_us"))
         return PLATFORM_HOST;
     const char *unit = hwcat_param_unit(name);
     if (!unit || hwcat_param_is_text(name)) return PLATFORM_OTHER;

@@ -14,8 +14,9 @@
  *             flight x bytes each keeps in flight / the round trip), never the rate observed on
  *             the measured link.
  *   host      row rates of SM zero-copy reads (address translation), gather_warm_rows,
- *             host_page_bytes, ce2d_page_row_ns: the host platform's, kept with their origin and
- *             labelled assumed on another host (box).
+ *             host_page_bytes, ce2d_page_row_ns, cebatch_piece_us (a batched copy's per-piece
+ *             cost: 0.45 us on the H200's host, about 2 us on the H100 host of box h100-1): the
+ *             host platform's, kept with their origin and labelled assumed on another host (box).
  *   gpu       every other fitted cost parameter (kernel efficiencies, latencies, launch costs):
  *             the profile's GPU's, applied to another GPU only labelled assumed.
  * A profile without a platform (presets, older profiles) is taken as measured on the link whose
