@@ -176,8 +176,18 @@ install: build/rel/odsim
 	  else install -D -m 644 $$d $(DESTDIR)$(PREFIX)/share/odsim/$$d; fi; done
 	@echo "installed $(DESTDIR)$(PREFIX)/bin/odsim, data in $(DESTDIR)$(PREFIX)/share/odsim"
 
+# With MPI and more than one core, the default study's points are spread over one rank per core
+# (cli/par.h: the output is byte-identical to the serial run's, tests/e2e/mpi.sh).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+RUN_RANKS := $(if $(filter 1,$(MPI)),$(if $(filter-out 0 1,$(NPROC)),$(NPROC)))
 run: all
+ifneq ($(RUN_RANKS),)
+	@echo "odsim run scenarios/default.yaml, its points over $(RUN_RANKS) MPI ranks (one per core)"
+	@OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+	  mpirun --oversubscribe --mca btl self,vader -np $(RUN_RANKS) ./build/rel/odsim run scenarios/default.yaml
+else
 	./build/rel/odsim run scenarios/default.yaml
+endif
 
 TEST_BINS_rel := $(foreach t,$(TEST_DIRS),build/rel/tests/test_$(t))
 TEST_BINS_san := $(foreach t,$(TEST_DIRS),build/san/tests/test_$(t))
