@@ -17,6 +17,7 @@
 #include "common/outset.h"
 #include "common/str.h"
 #include "cli/study.h"
+#include "cli/val_clamp.h"
 #include "common/atomicio.h"
 #include "common/cfg.h"
 #include "models/calib.h"
@@ -139,6 +140,13 @@ typedef struct pcache {
     study_result_t *res;
 } pcache_t;
 
+/* A replay workload's prediction with some parameters clamped (val_clamp). */
+typedef struct rclamp {
+    char *clamp;
+    rpred_t pred;
+    int rc;                /* the prediction's error code (ERR_OK: made) */
+} rclamp_t;
+
 /* A replay workload's prediction, made once for all its rows. */
 typedef struct rcache {
     char name[RF_NAME_MAX + 1];
@@ -150,6 +158,8 @@ typedef struct rcache {
     char group[128];       /* the held-out group of its rows */
     rpred_t pred;
     char *error;           /* the prediction failed: why (NULL: it was made) */
+    rclamp_t *cl;
+    size_t n_cl;
 } rcache_t;
 
 typedef struct run_ctx {
@@ -165,40 +175,42 @@ typedef struct run_ctx {
     uint64_t calib_hash;
 } run_ctx_t;
 
-/* Runs (or finds) the study for scenario yaml. *res is owned by the cache. */
-static int predict(run_ctx_t *x, const char *yaml, const study_result_t **res, err_t *e)
+/* Runs (or finds) the study for scenario yaml, the parameters of `clamp` clamped (NULL: none).
+ * *res is owned by the cache. */
+static int predict(run_ctx_t *x, const char *yaml, const char *clamp, const study_result_t **res, err_t *e)
 {
-    const char *key = strchr(yaml, '\n');
-    key = key ? key + 1 : yaml;
+    const char *rest = strchr(yaml, '\n');
+    rest = rest ? rest + 1 : yaml;
+    size_t klen = (clamp ? strlen(clamp) : 0) + strlen(rest) + 2;
+    char *key = malloc(klen);
+    if (!key) return err_set(e, ERR_NOMEM, "validate: out of memory");
+    snprintf(key, klen, "%s\n%s", clamp ? clamp : "", rest);
     for (size_t i = 0; i < x->n_cache; i++)
         if (!strcmp(x->cache[i].key, key)) {
             *res = x->cache[i].res;
+            free(key);
             return ERR_OK;
         }
     cfg_doc_t *doc = NULL;
     int rc = cfg_parse_string("validate-probe.yaml", yaml, strlen(yaml), &doc, e);
-    if (rc) return rc;
     study_t *s = NULL;
-    rc = study_open_doc(doc, "validate-probe", &s, e);
+    if (!rc) rc = study_open_doc(doc, "validate-probe", &s, e);
     study_result_t *r = NULL;
     if (!rc) {
         if (study_n_points(s) != 1) rc = err_set(e, ERR_INVAL, "a probe scenario must have one point");
-        study_opts_t opts = {.replications = 1};
+        study_opts_t opts = {.replications = 1, .clamp = clamp};
         if (!rc) rc = study_run(s, 0, &opts, &r, e);
     }
     study_free(s);
-    if (rc) return rc;
-    pcache_t *nc = realloc(x->cache, (x->n_cache + 1) * sizeof *nc);
-    size_t klen = strlen(key) + 1;
-    char *k = nc ? malloc(klen) : NULL;
-    if (!k) {
-        if (nc) x->cache = nc;
+    pcache_t *nc = rc ? NULL : realloc(x->cache, (x->n_cache + 1) * sizeof *nc);
+    if (!rc && !nc) rc = err_set(e, ERR_NOMEM, "validate: out of memory");
+    if (rc) {
         study_result_free(r);
-        return err_set(e, ERR_NOMEM, "validate: out of memory");
+        free(key);
+        return rc;
     }
-    memcpy(k, key, klen);
     x->cache = nc;
-    x->cache[x->n_cache++] = (pcache_t){k, r};
+    x->cache[x->n_cache++] = (pcache_t){key, r};
     if (!x->calib_hash) x->calib_hash = r->calib_hash;
     *res = r;
     return ERR_OK;
@@ -240,7 +252,23 @@ static int add_floor(cmp_t *cmp, const kbset_t *set, size_t i, kbset_t *const *f
     return cmp_set_floor(cmp, cmp_n_cases(cmp) - 1, others, (size_t)n_floors, e);
 }
 
-/* Row i of set predicted through the study assembly and compared. */
+/* A probe case's prediction again, some parameters clamped (val_clamp_fn). */
+typedef struct probe_clamp {
+    run_ctx_t *x;
+    const char *yaml;
+    const kbrow_t *row;
+} probe_clamp_t;
+
+static int probe_clamped(void *arg, const char *clamp, cmp_pred_t *out, err_t *e)
+{
+    probe_clamp_t *pc = arg;
+    const study_result_t *res = NULL;
+    int rc = predict(pc->x, pc->yaml, clamp, &res, e);
+    if (!rc) *out = pred_of(pc->row, res);
+    return rc;
+}
+
+/* Row i of set predicted through the study assembly and compared, and flagged or not (val_clamp). */
 static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbset_t *set, size_t i, size_t *n_failed,
                          err_t *e)
 {
@@ -253,7 +281,7 @@ static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbse
     const study_result_t *res = NULL;
     err_t pe;
     err_clear(&pe);
-    int prc = predict(x, yaml, &res, &pe);
+    int prc = predict(x, yaml, NULL, &res, &pe);
     if (prc == ERR_NOMEM) {
         st = err_set(e, ERR_NOMEM, "%s", pe.msg);
     } else if (prc) {
@@ -262,6 +290,8 @@ static int add_predicted(run_ctx_t *x, cmp_t *cmp, const char *group, const kbse
     } else {
         cmp_pred_t p = pred_of(r, res);
         st = cmp_add(cmp, group, r, &p, NULL, res->flags, yaml, e);
+        probe_clamp_t pc = {x, yaml, r};
+        if (!st) st = val_clamp_case(cmp, cmp_n_cases(cmp) - 1, res->clamps, probe_clamped, &pc, e);
     }
     free(yaml);
     return st;
@@ -351,6 +381,43 @@ static int replay_entry(run_ctx_t *x, const kbrow_t *r, const rcache_t **out, er
     return ERR_OK;
 }
 
+/* A replay row's prediction again, some parameters clamped (val_clamp_fn): the workload's, made
+ * once per set of parameters. */
+typedef struct replay_clamp {
+    run_ctx_t *x;
+    rcache_t *c;
+    double id;             /* the row's session (NAN: pooled) */
+} replay_clamp_t;
+
+static int replay_clamped(void *arg, const char *clamp, cmp_pred_t *out, err_t *e)
+{
+    replay_clamp_t *rc = arg;
+    rcache_t *c = rc->c;
+    rclamp_t *k = NULL;
+    for (size_t i = 0; i < c->n_cl && !k; i++)
+        if (!strcmp(c->cl[i].clamp, clamp)) k = &c->cl[i];
+    if (!k) {
+        rclamp_t *nv = realloc(c->cl, (c->n_cl + 1) * sizeof *nv);
+        if (!nv) return err_set(e, ERR_NOMEM, "out of memory");
+        c->cl = nv;
+        k = &nv[c->n_cl];
+        *k = (rclamp_t){.clamp = str_dup(clamp)};
+        if (!k->clamp) return err_set(e, ERR_NOMEM, "out of memory");
+        c->n_cl++;
+        rpred_opts_t o = {.calib_path = rc->x->calib, .box = rc->x->a->box, .clamp = clamp};
+        rf_workload_t *w = malloc(sizeof *w);   /* about 1 MB: read again, not kept */
+        uint64_t fnv;
+        k->rc = w ? rpred_load(c->path, w, &fnv, e) : err_set(e, ERR_NOMEM, "out of memory");
+        if (!k->rc) k->rc = rpred_run(w, &o, &k->pred, e);
+        free(w);
+        if (k->rc == ERR_NOMEM) return k->rc;
+    }
+    if (k->rc) return err_set(e, k->rc, "replay %s with %s clamped: the prediction failed", c->name, clamp);
+    const rpred_stat_t *s = isnan(rc->id) ? &k->pred.pooled : &k->pred.session[(uint32_t)rc->id];
+    *out = (cmp_pred_t){s->p50_s * 1e6, s->p99_s * 1e6, s->per_s};
+    return ERR_OK;
+}
+
 /* Row r of the replay suite: a session's row (concurrent_id i) against the prediction's session i,
  * the aggregate row against every session's steps pooled (steps per second summed). */
 static int add_replay(run_ctx_t *x, cmp_t *cmp, const char *group, const kbrow_t *r, size_t *n_failed, err_t *e)
@@ -381,7 +448,9 @@ static int add_replay(run_ctx_t *x, cmp_t *cmp, const char *group, const kbrow_t
     }
     const rpred_stat_t *s = isnan(id) ? &c->pred.pooled : &c->pred.session[(uint32_t)id];
     cmp_pred_t p = {s->p50_s * 1e6, s->p99_s * 1e6, s->per_s};
-    return cmp_add(cmp, group, r, &p, NULL, c->pred.flags, c->path, e);
+    st = cmp_add(cmp, group, r, &p, NULL, c->pred.flags, c->path, e);
+    replay_clamp_t rcl = {x, c, id};
+    return st ? st : val_clamp_case(cmp, cmp_n_cases(cmp) - 1, c->pred.clamps, replay_clamped, &rcl, e);
 }
 
 /* A row standing for a workload of a validated set that has no measured row. */
@@ -630,6 +699,11 @@ static int validate_main(int argc, char **argv)
         free(x.rcache[i].path);
         free(x.rcache[i].error);
         rpred_free(&x.rcache[i].pred);
+        for (size_t k = 0; k < x.rcache[i].n_cl; k++) {
+            free(x.rcache[i].cl[k].clamp);
+            rpred_free(&x.rcache[i].cl[k].pred);
+        }
+        free(x.rcache[i].cl);
     }
     free(x.rcache);
     for (size_t i = 0; i < x.n_missing; i++) missing_free(x.missing[i]);

@@ -210,6 +210,7 @@ static int flags_text(calib_t *cal, rpred_t *out, err_t *e)
         return err_set(e, ERR_NOMEM, "replay: out of memory");
     }
     out->flags = buf;
+    calib_clamp_list(cal, out->clamps, sizeof out->clamps);
     return ERR_OK;
 }
 
@@ -225,6 +226,7 @@ static int env_open(rp_env_t *env, err_t *e)
     if (!rc) rc = calib_load(prof, &env->cal, e);
     if (!rc) rc = platform_apply(env->cal, env->cat, &env->hw, e);
     if (!rc) rc = calib_seed(env->cal, &env->hw, e);
+    if (!rc && env->o->clamp) rc = calib_clamp(env->cal, env->o->clamp, e);
     if (!rc) rc = cost_init(&env->cost, env->cal, e);
     if (!rc) rc = scn_bind_serving(NULL, &env->sv, e);
     free(dir);

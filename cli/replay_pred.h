@@ -28,6 +28,7 @@ typedef struct rpred_opts {
     const char *calib_path;   /* profile (NULL: the study default, models/calib/h200.yaml) */
     const char *box;          /* box preset (NULL: h200-1, the measured machine) */
     bool no_jitter;           /* the calibration's jitter off (closed forms in tests) */
+    const char *clamp;        /* parameters whose uses are clamped into their range (calib_clamp); NULL: none */
 } rpred_opts_t;
 
 /* Step times of the measured steps (seconds). */
@@ -47,6 +48,8 @@ typedef struct rpred {
     double start_s, end_s;    /* the common start of the windows; the last measured step's end */
     char *flags;              /* calibration parameters assumed or used outside their range, one per
                                * line ("" none); owned */
+    char clamps[1024];        /* of those outside their range, the ones whose cost term clamps
+                               * (calib_clamp_list), comma-separated */
 } rpred_t;
 
 /* Reads and parses the workload file at path into *w (about 1 MB: the caller's, e.g. on the heap)

@@ -164,6 +164,8 @@ typedef struct study_result {
     char *placement;                   /* how sessions were placed on a box of several GPUs; NULL: one GPU */
     char *flags;                       /* calibration parameters assumed or used outside their
                                         * fitted range, one per line; "" when none */
+    char clamps[1024];                 /* of those outside their range, the ones whose cost term clamps
+                                        * (calib_clamp_list: what odsim validate clamps), comma-separated */
     uint64_t calib_hash;
     uint64_t events;                   /* engine events over all replications */
     double wall_s;                     /* wall-clock seconds the replications took (not in reports:
@@ -186,6 +188,8 @@ typedef struct study_opts {
     uint32_t timeline_plans;
     uint32_t sessions;    /* capacity search: override the closed population (0: keep) */
     double arrival_scale; /* capacity search: scale arrival rates (0: keep) */
+    const char *clamp;    /* calibration parameters whose uses are clamped into their range, comma-separated
+                           * (calib_clamp: odsim validate's flags); NULL: none */
 } study_opts_t;
 
 /* Simulates sweep point i. *out is a new result (free with study_result_free). Errors: anything a

@@ -721,6 +721,7 @@ int study_rep_run(study_t *s, const study_point_t *pt, uint32_t k, uint32_t reps
     rep->gpu_sessions = calloc((size_t)pt->hw.gpus, sizeof *rep->gpu_sessions);
     int rc = pools && rep->gpu_sessions ? sim_new(&rep->sim, e) : err_set(e, ERR_NOMEM, "out of memory");
     if (!rc) rc = calib_prepare(s, pt, k, reps, &rep->cal, e);
+    if (!rc && opts && opts->clamp) rc = calib_clamp(rep->cal, opts->clamp, e);
     if (!rc) rc = hwinst_build(&pt->hw, rep->cal, rep->sim, e);
     if (!rc) rc = cost_init(&rep->cost, rep->cal, e);
     if (!rc) rc = weights_place(pt, rep->sim, e);

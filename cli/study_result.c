@@ -84,6 +84,7 @@ static int fill_flags(const study_rep_t *rep, study_result_t *r, err_t *e)
     calib_flags_print(rep->cal, fp);
     fclose(fp);
     r->flags = buf;
+    calib_clamp_list(rep->cal, r->clamps, sizeof r->clamps);
     r->calib_hash = calib_hash(rep->cal);
     return ERR_OK;
 }

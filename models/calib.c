@@ -12,6 +12,8 @@ typedef struct centry {
     calib_param_t p;   /* strings owned */
     uint64_t uses, outside;
     double x_min, x_max;
+    bool clamp;        /* calib_clamp: its uses are evaluated at its predictor clamped into [lo, hi] */
+    bool clamps;       /* a cost form read its predictor through calib_x (clamping can move it) */
 } centry_t;
 
 /* Notes come from every op a cost form builds, with the same few names (mostly literals): a slot per
@@ -344,7 +346,37 @@ void calib_notes_reset(calib_t *c)
     for (size_t i = 0; i < c->n; i++) {
         c->v[i].uses = c->v[i].outside = 0;
         c->v[i].x_min = c->v[i].x_max = NAN;
+        c->v[i].clamps = false;
     }
+}
+
+int calib_clamp(calib_t *c, const char *names, err_t *e)
+{
+    while (names && *names) {
+        size_t n = strcspn(names, ",");
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), names);
+        centry_t *en = entry_find(c, name);
+        if (!en) return err_set(e, ERR_NOTFOUND, "calib: no parameter '%s' to clamp", name);
+        en->clamp = true;
+        names += n + (names[n] == ',');
+    }
+    return ERR_OK;
+}
+
+bool calib_clamped(calib_t *c, const char *name)
+{
+    centry_t *en = c ? note_find(c, name) : NULL;
+    if (!en) return false;
+    en->clamps = true;
+    return en->clamp && en->p.lo <= en->p.hi;
+}
+
+double calib_x(calib_t *c, const char *name, double x)
+{
+    if (!calib_clamped(c, name) || isnan(x)) return x;
+    const calib_param_t *p = calib_find(c, name);
+    return x < p->lo ? p->lo : x > p->hi ? p->hi : x;
 }
 
 static bool flagged(const centry_t *en) { return en->uses && (en->outside || is_assumed(en->p.origin)); }
@@ -363,7 +395,7 @@ bool calib_flag_at(const calib_t *c, size_t i, calib_flag_t *out)
         if (!flagged(en)) continue;
         if (i--) continue;
         *out = (calib_flag_t){en->p.name, en->p.origin, is_assumed(en->p.origin), en->uses, en->outside,
-                              en->x_min, en->x_max, en->p.lo, en->p.hi};
+                              en->x_min, en->x_max, en->p.lo, en->p.hi, en->clamps};
         return true;
     }
     return false;
@@ -378,6 +410,22 @@ void calib_flags_print(const calib_t *c, FILE *fp)
                                (unsigned long long)f.outside, (unsigned long long)f.uses, f.x_min, f.x_max);
         if (f.assumed) fprintf(fp, " %s", f.origin);
         fputc('\n', fp);
+    }
+}
+
+void calib_clamp_list(const calib_t *c, char *buf, size_t len)
+{
+    calib_flag_t f;
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; calib_flag_at(c, i, &f); i++) {
+        if (!f.outside || !f.clamps) continue;
+        int w = snprintf(buf + at, len - at, "%s%s", at ? "," : "", f.name);
+        if (w < 0 || (size_t)w >= len - at) {   /* no room: the list keeps whole names */
+            buf[at] = '\0';
+            return;
+        }
+        at += (size_t)w;
     }
 }
 

@@ -75,6 +75,17 @@ void calib_note_outside(calib_t *c, const char *name);
 /* Forgets every note. */
 void calib_notes_reset(calib_t *c);
 
+/* Clamping (odsim validate's flags, docs/calibration.md): from now on the uses of each parameter of
+ * the comma-separated `names` are evaluated at their predictor clamped into the parameter's [lo, hi]
+ * (a cost form asks calib_x or calib_clamped). Errors: ERR_NOTFOUND (naming the parameter). */
+int calib_clamp(calib_t *c, const char *names, err_t *e);
+/* Whether the uses of `name` are clamped (calib_clamp, and it has a range); marks that the caller's
+ * form can be clamped (calib_flag_t.clamps). c NULL: false. */
+bool calib_clamped(calib_t *c, const char *name);
+/* The predictor x of a use of `name` a cost form computes its term with: x, or x clamped into
+ * [lo, hi] when `name` is clamped (calib_clamped). NAN stays NAN. */
+double calib_x(calib_t *c, const char *name, double x);
+
 typedef struct calib_flag {
     const char *name;
     const char *origin;
@@ -83,6 +94,8 @@ typedef struct calib_flag {
     uint64_t outside;    /* of which outside its range */
     double x_min, x_max; /* predictor values seen (NAN when none) */
     double lo, hi;
+    bool clamps;         /* its cost form reads the predictor through calib_x: clamping it into [lo, hi]
+                          * can move a prediction (otherwise the term does not vary with it there) */
 } calib_flag_t;
 
 /* Number of flagged parameters (assumed or used outside their range), and flag i of them in
@@ -91,6 +104,9 @@ size_t calib_flag_count(const calib_t *c);
 bool calib_flag_at(const calib_t *c, size_t i, calib_flag_t *out);
 /* Writes the flags as text lines to fp. */
 void calib_flags_print(const calib_t *c, FILE *fp);
+/* The flagged parameters used outside their range whose form can be clamped (calib_flag_t.clamps),
+ * comma-separated in name order into buf ("" none; names that do not fit are left off). */
+void calib_clamp_list(const calib_t *c, char *buf, size_t len);
 
 /* Where a profile was measured: catalog preset names (gpus.yaml, links.yaml, boxes.yaml) and the
  * host's virtualisation. */

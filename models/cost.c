@@ -192,8 +192,11 @@ double cost_plane_row_s(const cost_t *c, double region_bytes, double piece_bytes
     const double *p = cost_plane_piece_bytes, last = cost_plane_knot_bytes[COST_PLANE_KNOTS - 1];
     double w = fmin(fmax((piece_bytes - p[0]) / (p[1] - p[0]), 0), 1);
     double t = (1 - w) / plane_rows_per_s(c, 0, region_bytes) + w / plane_rows_per_s(c, 1, region_bytes);
-    /* past the sweep's last region, as rows in any order slow from there on (measured to 16 GiB) */
-    if (region_bytes > last) t *= rows_cold_per_s(c, last, COST_ROWS_ANY) / rows_cold_per_s(c, region_bytes, COST_ROWS_ANY);
+    /* past the sweep's last region, as rows in any order slow from there on (measured to 16 GiB);
+     * clamped (calib_clamp), at the last region */
+    bool clamp = calib_clamped(c->cal, cost_plane_names[0][COST_PLANE_KNOTS - 1]) |
+                 calib_clamped(c->cal, cost_plane_names[1][COST_PLANE_KNOTS - 1]);
+    if (region_bytes > last && !clamp) t *= rows_cold_per_s(c, last, COST_ROWS_ANY) / rows_cold_per_s(c, region_bytes, COST_ROWS_ANY);
     return t;
 }
 
@@ -228,7 +231,8 @@ static double rows_cold_per_s(const cost_t *c, double region_bytes, cost_rows_t 
 
 double cost_gather_cold_share(const cost_t *c, double rows)
 {
-    double x = log2(rows / c->gather_warm_rows);
+    /* a count of translations (INFINITY: none kept) clamped where calib_clamp asks */
+    double x = log2((isfinite(rows) ? calib_x(c->cal, "gather_warm_rows", rows) : rows) / c->gather_warm_rows);
     return !(x > 0) ? 0 : x >= 1 ? 1 : x;
 }
 
@@ -411,19 +415,20 @@ void cost_transfer(const cost_t *c, const cost_paths_t *p, cost_xfer_t form, boo
     if (h2d) set_uses(op, p->h2d, p->n_h2d);
     else set_uses(op, p->d2h, p->n_d2h);
     double peak = h2d ? c->h2d_Bps : c->d2h_Bps;
-    double t_piece = 0;
+    double t_piece = 0, counted = pieces;   /* the pieces t_piece is paid for */
     if (form == COST_CE_BATCH) {
         t_piece = c->cebatch_piece_s;
         calib_note(c->cal, "cebatch_piece_us", piece);
     } else if (form == COST_CE_STRIDED) {
         t_piece = c->ce2d_page_row_s;
+        counted = calib_x(c->cal, "ce2d_page_row_ns", pieces);
         calib_note(c->cal, "ce2d_page_row_ns", pieces);
     } else if (pieces > 1) {
         t_piece = c->ce2d_row_s;
         /* rows of a 2D copy: noted where the row cost could matter (rows up to 1 MiB) */
         if (piece <= 1048576) calib_note(c->cal, "ce2d_row_ns", piece);
     }
-    if (t_piece > 0 && bytes > 0) op->cost.cap_rate = bytes / (pieces * t_piece + bytes / peak);
+    if (t_piece > 0 && bytes > 0) op->cost.cap_rate = bytes / (counted * t_piece + bytes / peak);
     ce_engine_use(p, h2d, op->cost.cap_rate > 0 ? op->cost.cap_rate : peak, op);
     op->cost.latency_ps = cost_ps(c->ce_latency_s);
     op->weight = c->ce_weight;
@@ -440,15 +445,15 @@ void cost_ce_chain(const cost_t *c, const cost_paths_t *p, bool h2d, double byte
     cost_transfer(c, p, COST_CE, h2d, bytes, 1, 0, COST_GATHER_STEP, op);
     op->pieces = (uint32_t)fmin(copies, 4294967295.0);
     /* the gaps between the copies are the engine's time too: a rate cap, not a fixed latency */
-    double peak = h2d ? c->h2d_Bps : c->d2h_Bps;
+    double peak = h2d ? c->h2d_Bps : c->d2h_Bps, gaps = calib_x(c->cal, "ce_b2b_gap_us", copies) - 1;
     sim_res_t r = h2d ? p->ce_h2d : p->ce_d2h;
     if (copies > 1 && bytes > 0 && r >= 0 && op->n_uses && op->uses[op->n_uses - 1].res == r) {
-        op->cost.cap_rate = bytes / ((copies - 1) * c->ce_b2b_gap_s + bytes / peak);
+        op->cost.cap_rate = bytes / (gaps * c->ce_b2b_gap_s + bytes / peak);
         op->n_uses--;
         ce_engine_use(p, h2d, op->cost.cap_rate, op);
         op->cost.latency_ps = cost_ps(c->ce_latency_s);
     } else
-        op->cost.latency_ps = cost_ps(c->ce_latency_s + (copies - 1) * c->ce_b2b_gap_s);
+        op->cost.latency_ps = cost_ps(c->ce_latency_s + gaps * c->ce_b2b_gap_s);
     if (copies > 1) calib_note(c->cal, "ce_b2b_gap_us", copies);
 }
 
@@ -523,7 +528,7 @@ void cost_scan(const cost_t *c, const cost_paths_t *p, int family, bool l2, doub
         cost_kernel(c, p, OPKIND_SCAN, bytes, flops, t, op);
         return;
     }
-    double per_bit_s = bits > 0 ? bits * c->scan_bit_s[family] : 0;
+    double per_bit_s = bits > 0 ? calib_x(c->cal, c->scan_bit_names[family], bits) * c->scan_bit_s[family] : 0;
     if (per_bit_s > 0) calib_note(c->cal, c->scan_bit_names[family], bits);
     if (l2) {
         kernel_op(c, p, c->scan_l2_latency_s[family] + per_bit_s, c->scan_l2_mem_eff[family],
@@ -627,7 +632,7 @@ double cost_attn_splits(const cost_t *c, double rows_per_head, double heads)
 void cost_attn_dense_blocks(const cost_t *c, double rows_per_head, double heads, plan_op_t *op)
 {
     double blocks = heads * cost_attn_splits(c, rows_per_head, heads);
-    op->cost.latency_ps += cost_ps(blocks / c->sm_count * c->attn_dense_block_s);
+    op->cost.latency_ps += cost_ps(calib_x(c->cal, "attn_dense_block_us", blocks / c->sm_count) * c->attn_dense_block_s);
     calib_note(c->cal, "attn_dense_block_us", blocks / c->sm_count);
 }
 
@@ -638,7 +643,8 @@ void cost_attn_combine(const cost_t *c, double splits, bool l2, plan_op_t *op)
     op->n_uses = 0;
     op->cost.work = 0;
     op->cost.cap_rate = 0;
-    op->cost.latency_ps = cost_ps(lat + splits * per);
+    op->cost.latency_ps =
+        cost_ps(lat + calib_x(c->cal, l2 ? "attn_combine_l2_split_ns" : "attn_combine_split_ns", splits) * per);
     op->weight = 1.0;
     op->launch_ps = cost_ps(c->launch_s);
     op->pieces = (uint32_t)fmin(splits, 4294967295.0);
@@ -668,9 +674,11 @@ void cost_topk(const cost_t *c, const cost_paths_t *p, double rows, double n, do
     double per_block = n > 0 ? ceil(n / cost_topk_blocks_per_row(c, rows, n)) : 0;
     bool l2 = 4.0 * rows * n <= c->l2_bytes;
     double row_warps = cost_topk_winner_warps(n, k), warps = rows * row_warps;
-    double t_rows = rows * (l2 ? c->topk_row_l2_s : c->topk_row_s);
-    double t_work = per_block * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) + warps * c->topk_winner_s +
-                    row_warps * c->topk_winner_row_s + t_rows;
+    /* each term at its count, clamped where calib_clamp asks */
+    double t_rows = calib_x(c->cal, l2 ? "topk_row_l2_us" : "topk_row_us", rows) * (l2 ? c->topk_row_l2_s : c->topk_row_s);
+    double t_work = calib_x(c->cal, l2 ? "topk_elem_l2_ns" : "topk_elem_ns", per_block) * (l2 ? c->topk_elem_l2_s : c->topk_elem_s) +
+                    calib_x(c->cal, "topk_winner_ns", warps) * c->topk_winner_s +
+                    calib_x(c->cal, "topk_winner_row_ns", row_warps) * c->topk_winner_row_s + t_rows;
     double bytes = 4.0 * rows * n * c->topk_passes, hbm_rate = c->hbm_Bps * c->kernel_mem_eff;
     double rate = t_work > 0 ? bytes / t_work : hbm_rate;   /* the walk's own pace */
     op->exec = PLAN_EXEC_GPU;

@@ -110,7 +110,7 @@ static void ce_planes_op(const provider_t *p, const cost_t *cost, const method_l
         double rows = copies * ceil(ly->n_off / (double)c->chunk);
         cost_transfer(cost, &p->paths, COST_CE_STRIDED, true, ly->index_host_bytes, rows, ly->index_region_bytes,
                       COST_GATHER_STEP, op);
-        op->cost.latency_ps = cost_ps(cost->ce_latency_s + (copies - 1) * cost->ce2d_copy_s);
+        op->cost.latency_ps = cost_ps(cost->ce_latency_s + (calib_x(cost->cal, "ce2d_copy_us", copies) - 1) * cost->ce2d_copy_s);
         op->launch_ps = cost_ps(cost->copy_launch_s);
         calib_note(cost->cal, "ce2d_copy_us", copies);
     }
@@ -404,7 +404,8 @@ static int add_index_flush(builder_t *b, int layer, const method_layer_t *ly, co
                           1, id);
     if (rc) return rc;
     plan_op_t *op = &b->out->ops[*id];
-    op->cost.latency_ps = cost_ps(cost->ce_latency_s + (ly->flush_index_copies - 1) * cost->ce2d_copy_s);
+    op->cost.latency_ps =
+        cost_ps(cost->ce_latency_s + (calib_x(cost->cal, "ce2d_copy_us", ly->flush_index_copies) - 1) * cost->ce2d_copy_s);
     calib_note(cost->cal, "ce2d_copy_us", ly->flush_index_copies);
     return ERR_OK;
 }

@@ -8,7 +8,7 @@
 
 typedef struct cmp_case_priv {
     cmp_case_t pub;
-    char *group, *error, *flags, *scenario;
+    char *group, *error, *flags, *scenario, *clamped, *flagged_by;
 } cmp_case_priv_t;
 
 struct cmp {
@@ -32,6 +32,8 @@ void cmp_free(cmp_t *c)
         free(c->cases[i].error);
         free(c->cases[i].flags);
         free(c->cases[i].scenario);
+        free(c->cases[i].clamped);
+        free(c->cases[i].flagged_by);
     }
     free(c->cases);
     free(c->groups);
@@ -98,7 +100,7 @@ static int summarise(cmp_t *c, err_t *e)
                 gr->n_failed++;
                 continue;
             }
-            gr->n_flagged += *cs->flags != '\0';
+            gr->n_flagged += cs->flagged;
             double ev[3] = {cs->err_p50_pct, cs->err_p99_pct, cs->err_tput_pct};
             double fl[3] = {cs->floor_p50_pct, cs->floor_p99_pct, cs->floor_tput_pct};
             for (int j = 0; j < 3; j++) {
@@ -139,6 +141,8 @@ int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *p
             c->cases[i].pub.error = c->cases[i].error;
             c->cases[i].pub.flags = c->cases[i].flags;
             c->cases[i].pub.scenario = c->cases[i].scenario;
+            c->cases[i].pub.clamped = c->cases[i].clamped ? c->cases[i].clamped : "";
+            c->cases[i].pub.flagged_by = c->cases[i].flagged_by ? c->cases[i].flagged_by : "";
         }
     }
     cmp_case_priv_t *p = &c->cases[c->n];
@@ -159,6 +163,9 @@ int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *p
     cs->error = p->error;
     cs->flags = p->flags;
     cs->scenario = p->scenario;
+    cs->clamped = cs->flagged_by = "";
+    cs->pred_clamped = (cmp_pred_t){NAN, NAN, NAN};
+    cs->clamp_shift_pct = NAN;
     cs->row = row;
     cs->ok = pred != NULL;
     cs->meas_p50_us = row->t_med_us;
@@ -194,6 +201,40 @@ int cmp_set_floor(cmp_t *c, size_t i, const kbrow_t *const *others, size_t n, er
         cs->floor_p99_pct = widen(cs->floor_p99_pct, cs->err_p99_pct, o->t_p99_us, cs->meas_p99_us);
         cs->floor_tput_pct = widen(cs->floor_tput_pct, cs->err_tput_pct, o->per_s, cs->meas_tput_per_s);
     }
+    return summarise(c, e);
+}
+
+double cmp_shift_pct(const cmp_case_t *cs, const cmp_pred_t *a, const cmp_pred_t *b)
+{
+    double err[3] = {cs->err_p50_pct, cs->err_p99_pct, cs->err_tput_pct};
+    double va[3] = {a->p50_us, a->p99_us, a->tput_per_s}, vb[3] = {b->p50_us, b->p99_us, b->tput_per_s};
+    double most = 0;
+    for (int j = 0; j < 3; j++) {
+        if (isnan(err[j]) || isnan(va[j]) || !(va[j] != 0)) continue;
+        if (isnan(vb[j])) return NAN;
+        most = fmax(most, 100.0 * fabs(vb[j] - va[j]) / fabs(va[j]));
+    }
+    return most;
+}
+
+int cmp_set_clamp(cmp_t *c, size_t i, const char *clamped, const cmp_pred_t *pred, const char *by, err_t *e)
+{
+    if (i >= c->n || !c->cases[i].pub.ok) return err_set(e, ERR_INVAL, "compare: no predicted case %zu", i);
+    cmp_case_priv_t *p = &c->cases[i];
+    cmp_case_t *cs = &p->pub;
+    cs->pred_clamped = pred ? *pred : (cmp_pred_t){NAN, NAN, NAN};
+    cs->clamp_shift_pct = pred ? cmp_shift_pct(cs, &cs->pred, pred) : NAN;
+    cs->flagged = !(cs->clamp_shift_pct <= CMP_FLAG_PCT);
+    char *cl = str_dup(clamped), *fb = str_dup(cs->flagged ? (by && *by ? by : clamped) : "");
+    if (!cl || !fb) {
+        free(cl);
+        free(fb);
+        return err_set(e, ERR_NOMEM, "compare: out of memory");
+    }
+    free(p->clamped);
+    free(p->flagged_by);
+    cs->clamped = p->clamped = cl;
+    cs->flagged_by = p->flagged_by = fb;
     return summarise(c, e);
 }
 

@@ -29,7 +29,18 @@ typedef struct cmp_case {
     double err_p50_pct, err_p99_pct, err_tput_pct; /* NAN: not compared */
     double floor_p50_pct, floor_p99_pct, floor_tput_pct; /* run to run: the largest |difference| % of
                                                            * other runs' measurements (NAN: none) */
+    /* Flagged (cmp_set_clamp): clamping the parameters the prediction used outside their fitted
+     * range (`clamped`, comma-separated; "" none) moves a compared value by more than CMP_FLAG_PCT. */
+    const char *clamped;
+    cmp_pred_t pred_clamped;             /* the prediction with them clamped (NAN: none made) */
+    double clamp_shift_pct;              /* largest |relative change| % of a compared value (NAN: none) */
+    bool flagged;
+    const char *flagged_by;              /* the parameters whose clamp alone moves it past CMP_FLAG_PCT
+                                          * (all of `clamped` where none does alone); "" when not flagged */
 } cmp_case_t;
+
+/* A case is flagged when clamping moves a compared value by more than this, % relative. */
+#define CMP_FLAG_PCT 1.0
 
 typedef struct cmp_stat {
     size_t n;
@@ -59,6 +70,16 @@ int cmp_add(cmp_t *c, const char *group, const kbrow_t *row, const cmp_pred_t *p
  * where none measured it; then updates the summaries: a compared value whose |error| exceeds its
  * floor counts in its group's n_beyond. Errors: ERR_INVAL (no case i), ERR_NOMEM. */
 int cmp_set_floor(cmp_t *c, size_t i, const kbrow_t *const *others, size_t n, err_t *e);
+
+/* The largest |b − a| / |a| in % over the values case cs compares (its error not NAN) where both
+ * are predicted; 0 when none; NAN when b lacks one that a has. */
+double cmp_shift_pct(const cmp_case_t *cs, const cmp_pred_t *a, const cmp_pred_t *b);
+
+/* Records case i's clamped prediction: `clamped` the parameters clamped, pred the prediction with
+ * them clamped (NULL: it failed, and the case is flagged), `by` those that alone move it (NULL or
+ * "": all of clamped). The case is flagged when the shift exceeds CMP_FLAG_PCT. Strings are copied.
+ * Errors: ERR_INVAL (no case i, or it has no prediction), ERR_NOMEM. */
+int cmp_set_clamp(cmp_t *c, size_t i, const char *clamped, const cmp_pred_t *pred, const char *by, err_t *e);
 
 size_t cmp_n_cases(const cmp_t *c);
 const cmp_case_t *cmp_case_at(const cmp_t *c, size_t i);

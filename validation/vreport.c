@@ -8,6 +8,7 @@
 
 #include "common/atomicio.h"
 #include "validation/plot.h"
+#include "validation/vflags.h"
 
 #ifndef ODSIM_VERSION
 #define ODSIM_VERSION "unknown"
@@ -244,7 +245,7 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
         fmt_err(e3, sizeof e3, cs->err_tput_pct);
         fprintf(fp, "%-22s %-20s %-13s %9.0f %10.4g %21s %10.4g %7s %10.4g %10.4g %7s %11.4g %11.4g %7s%s\n", cs->group, where,
                 cs->row->op_name, cs->row->n_tokens, cs->meas_p50_us, sp, cs->pred.p50_us, e1, cs->meas_p99_us,
-                cs->pred.p99_us, e2, cs->meas_tput_per_s, cs->pred.tput_per_s, e3, *cs->flags ? "  [flagged]" : "");
+                cs->pred.p99_us, e2, cs->meas_tput_per_s, cs->pred.tput_per_s, e3, cs->flagged ? "  [flagged]" : "");
         if (!cs->ok) fprintf(fp, "%-22s   no prediction: %s\n", "", cs->error);
     }
     fprintf(fp, "\n%-24s %6s %7s %8s %14s %14s %12s %12s %12s %13s\n", "group summary", "cases", "failed", "flagged",
@@ -262,42 +263,7 @@ void vreport_text(FILE *fp, const cmp_t *c, const vreport_info_t *info)
     by_op(fp, c);
     by_context(fp, c, info->fit_max_n_tokens);
     by_stratum(fp, c);
-    /* Flags, summarised: each parameter once, with how many cases used it assumed or out of range
-     * (every case's own list is in the JSON). */
-    typedef struct flag_count {
-        char key[160];
-        size_t n;
-    } flag_count_t;
-    flag_count_t *fc = NULL;
-    size_t n_fc = 0;
-    for (size_t i = 0; i < cmp_n_cases(c); i++) {
-        const char *p = cmp_case_at(c, i)->flags;
-        while (*p) {
-            const char *nl = strchr(p, '\n');
-            size_t n = nl ? (size_t)(nl - p) : strlen(p);
-            char line[512], key[160];
-            snprintf(line, sizeof line, "%.*s", (int)n, p);
-            p += n + (nl != NULL);
-            char name[96] = "";
-            if (sscanf(line, " %95s", name) != 1) continue;
-            snprintf(key, sizeof key, "%-26s %s", name,
-                     strstr(line, "outside") ? "used outside its fitted range" : strstr(line, "assumed") ? "assumed" : "flagged");
-            size_t k = 0;
-            while (k < n_fc && strcmp(fc[k].key, key)) k++;
-            if (k == n_fc) {
-                flag_count_t *nv = realloc(fc, (n_fc + 1) * sizeof *nv);
-                if (!nv) break;
-                fc = nv;
-                snprintf(fc[n_fc].key, sizeof fc[n_fc].key, "%s", key);
-                fc[n_fc++].n = 0;
-            }
-            fc[k].n++;
-        }
-    }
-    if (n_fc) fprintf(fp, "\n[flagged]: calibration parameters the predictions used outside their fitted range or assumed\n"
-                          "(cases; each case's own list is in the JSON report):\n");
-    for (size_t k = 0; k < n_fc; k++) fprintf(fp, "  %-64s %6zu\n", fc[k].key, fc[k].n);
-    free(fc);
+    vflags_text(fp, c);
 }
 
 static json_t *num_or_null(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
@@ -351,22 +317,29 @@ int vreport_json(const cmp_t *c, const vreport_info_t *info, char **out, err_t *
                                num_or_null(cs->err_p99_pct), "throughput_pct", num_or_null(cs->err_tput_pct));
         json_t *fl = json_pack("{s:o,s:o,s:o}", "p50_pct", num_or_null(cs->floor_p50_pct), "p99_pct",
                                num_or_null(cs->floor_p99_pct), "throughput_pct", num_or_null(cs->floor_tput_pct));
-        json_array_append_new(cases, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:o,s:s,s:s}", "group",
+        json_t *cl = json_pack("{s:s,s:o,s:o,s:o,s:o,s:s}", "params", cs->clamped, "p50_us", num_or_null(cs->pred_clamped.p50_us),
+                               "p99_us", num_or_null(cs->pred_clamped.p99_us), "throughput_per_s",
+                               num_or_null(cs->pred_clamped.tput_per_s), "shift_pct", num_or_null(cs->clamp_shift_pct),
+                               "flagged_by", cs->flagged_by);
+        json_array_append_new(cases, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:o,s:s,s:b,s:o,s:s}", "group",
                                                cs->group, "file", cs->row->file, "line", cs->row->line, "suite",
                                                cs->row->suite, "op", cs->row->op_name, "policy", cs->row->policy,
                                                "n_tokens", num_or_null(cs->row->n_tokens), "ok", cs->ok, "error",
                                                cs->error, "measured", m, "predicted", p, "error_pct", er, "floor_pct", fl,
-                                               "flags", cs->flags, "scenario", cs->scenario));
+                                               "flags", cs->flags, "flagged", cs->flagged, "clamped", cl,
+                                               "scenario", cs->scenario));
     }
-    json_t *root = summary && cases
-                       ? json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:o,s:o}", "odsim", ODSIM_VERSION, "data", info->data_dir,
+    json_t *flags = vflags_json(c);
+    json_t *root = summary && cases && flags
+                       ? json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:o,s:o,s:o}", "odsim", ODSIM_VERSION, "data", info->data_dir,
                                    "calibration", info->calib_path, "calibration_hash", hash, "against",
                                    info->against ? json_string(info->against) : json_null(), "heldout", info->heldout_path,
-                                   "heldout_fnv1a", hhash, "summary", summary, "cases", cases)
+                                   "heldout_fnv1a", hhash, "summary", summary, "flags", flags, "cases", cases)
                        : NULL;
     if (!root) {
         json_decref(summary);
         json_decref(cases);
+        json_decref(flags);
         return err_set(e, ERR_NOMEM, "validate: out of memory (JSON)");
     }
     *out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
@@ -401,7 +374,7 @@ int vreport_csv(const char *path, const cmp_t *c, const vreport_info_t *info, er
                       cs->pred.p50_us, cs->pred.p99_us, cs->pred.tput_per_s, cs->err_p50_pct, cs->err_p99_pct,
                       cs->err_tput_pct};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) csv_num(fp, v[k]);
-        fprintf(fp, "%d,", *cs->flags != '\0');
+        fprintf(fp, "%d,", cs->flagged);
         csv_num(fp, cs->floor_p50_pct);
         csv_num(fp, cs->floor_p99_pct);
         if (!isnan(cs->floor_tput_pct)) fprintf(fp, "%.8g", cs->floor_tput_pct);

@@ -41,7 +41,20 @@ Test(compare, errors_and_group_summaries)
     cr_assert_float_eq(g->all.median_abs_err_pct, 5, 1e-9);
     cr_assert_float_eq(g->all.max_abs_err_pct, 20, 1e-9);
     cr_assert_float_eq(g->p50.median_abs_err_pct, 6.5, 1e-9);
+    cr_assert_eq(g->n_flagged, 0);   /* flags alone flag nothing: clamping decides */
+    /* clamped, case b moves 5% in p50 (flagged), case a 0.5% in p99 (not) */
+    cmp_pred_t qb = {pb.p50_us * 1.05, 100, 12}, qa = {110, 190 * 1.005, NAN};
+    cr_assert_eq(cmp_set_clamp(c, 1, "x,y", &qb, "x", &e), 0);
+    cr_assert_eq(cmp_set_clamp(c, 0, "y", &qa, "", &e), 0);
+    cr_assert(cmp_case_at(c, 1)->flagged);
+    cr_assert_float_eq(cmp_case_at(c, 1)->clamp_shift_pct, 5, 1e-9);
+    cr_assert_str_eq(cmp_case_at(c, 1)->flagged_by, "x");
+    cr_assert_not(cmp_case_at(c, 0)->flagged);
+    cr_assert_float_eq(cmp_case_at(c, 0)->clamp_shift_pct, 0.5, 1e-9);
+    cr_assert_str_eq(cmp_case_at(c, 0)->flagged_by, "");
+    g = cmp_group_at(c, 0);
     cr_assert_eq(g->n_flagged, 1);
+    cr_assert_neq(cmp_set_clamp(c, 2, "x", &qb, NULL, &e), 0);   /* case 2 has no prediction */
     g = cmp_group_at(c, 1);
     cr_assert_eq(g->n_failed, 1);
     cr_assert(isnan(g->all.median_abs_err_pct));
