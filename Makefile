@@ -168,7 +168,7 @@ $(foreach mode,$(MODES),$(eval $(call MODE_RULES,$(mode))))
 PREFIX  ?= /usr/local
 # The data an installed odsim reads (docs/data-root.md): catalogs, profiles, scenarios, traces, and
 # the measured data, held-out rule and seeds that validate and fit read.
-INSTALL_DATA := models/catalog models/calib scenarios traces/data validation/data validation/workloads validation/heldout.yaml validation/seeds.yaml
+INSTALL_DATA := models/catalog models/calib scenarios traces/data validation/data validation/workloads validation/heldout.yaml validation/seeds.yaml validation/trust.yaml
 install: build/rel/odsim
 	@install -D -m 755 build/rel/odsim $(DESTDIR)$(PREFIX)/bin/odsim
 	@for d in $(INSTALL_DATA); do \
@@ -287,4 +287,4 @@ clean:
 # Rewrites the golden report of the default scenario on the frozen profile tests/data/golden_calib.yaml
 # (a reviewed change; CI only compares, tests/e2e/golden.sh).
 golden: all
-	./build/rel/odsim run scenarios/default.yaml --set calibration=tests/data/golden_calib.yaml | tail -n +2 > tests/golden/default.txt
+	./build/rel/odsim run scenarios/default.yaml --set calibration=tests/data/golden_calib.yaml | sed '/^odsim [0-9][0-9.]* (/d' > tests/golden/default.txt

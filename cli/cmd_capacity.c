@@ -9,6 +9,7 @@
 #include "cli/report.h"
 #include "cli/study.h"
 #include "cli/study_assume.h"
+#include "cli/study_trust.h"
 #include "cli/study_wire.h"
 #include "cli/par.h"
 #include "common/gnuplot.h"
@@ -278,10 +279,11 @@ static int parse_args(int argc, char **argv, cap_args_t *a)
     return a->scenario ? 0 : cmd_usage_error(&cmd_capacity, "no scenario given");
 }
 
-static json_t *point_json(const study_t *s, size_t i, const cap_point_t *cp, const study_assumptions_t *as)
+static json_t *point_json(const study_t *s, size_t i, const cap_point_t *cp, const study_assumptions_t *as, const study_trust_t *v)
 {
     json_t *o = json_pack("{s:s,s:I,s:s,s:I}", "point", study_point_label(s, i), "max_sessions", (json_int_t)cp->sessions,
                           "binding", cp->binding, "simulations", (json_int_t)cp->runs);
+    if (o) json_object_set_new(o, "validation", study_trust_json(v));
     if (o) json_object_set_new(o, "assumptions", study_assumptions_json(as));
     if (o && cp->at) json_object_set_new(o, "at_capacity", report_json(s, i, cp->at));
     return o;
@@ -401,15 +403,24 @@ static int capacity_main(int argc, char **argv)
     for (size_t i = 0; outs && i < n; i++) free(outs[i].buf);
     free(outs);
     bool writes = !par_rank(); /* rank 0 writes everything */
+    /* the validation group covering each answer: its regime at the population found (at least one) */
+    study_trust_t *vs = rc || !writes ? NULL : calloc(n ? n : 1, sizeof *vs);
+    trust_t *trust = NULL;
+    if (!rc && writes && !vs) rc = cmd_fail("capacity", "out of memory");
+    if (!rc && writes && study_trust_load(s, &trust, &e)) rc = cmd_fail("capacity", "%s", e.msg);
+    for (size_t i = 0; !rc && writes && i < n; i++)
+        if (study_trust_of(s, trust, i, cps[i].sessions ? cps[i].sessions : 1, &vs[i], &e))
+            rc = cmd_fail("capacity", "point %zu (%s): %s", i, study_point_label(s, i), e.msg);
     if (!rc && writes && a.json) {
         json_t *arr = json_array();
-        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, point_json(s, i, &cps[i], &as[i]));
+        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, point_json(s, i, &cps[i], &as[i], &vs[i]));
         char *txt = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
         json_decref(arr);
         if (txt) puts(txt);
         else rc = cmd_fail("capacity", "out of memory");
         free(txt);
     } else if (!rc && writes) {
+        study_trust_print(stdout, s, vs, 0, n);
         for (size_t i = 0; i < n; i++) {
             if (as[i].n) printf("point %zu (%s): ", i, study_point_label(s, i));
             study_assumptions_print(stdout, &as[i]);
@@ -428,6 +439,9 @@ static int capacity_main(int argc, char **argv)
         free(cps[i].binding);
     }
     free(cps);
+    for (size_t i = 0; vs && i < n; i++) study_trust_free(&vs[i]);
+    free(vs);
+    trust_free(trust);
     for (size_t i = 0; as && i < n; i++) study_assumptions_free(&as[i]);
     free(as);
     study_free(s);

@@ -5,6 +5,7 @@
 
 #include "cli/cmd.h"
 #include "cli/study_assume.h"
+#include "cli/study_trust.h"
 #include "common/version.h"
 #include "cli/report.h"
 #include "cli/study.h"
@@ -80,14 +81,17 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     return 0;
 }
 
-/* Assumed parameters first: each point's that move its one-step plan (cli/study_assume.h). */
-static int emit(const run_args_t *a, study_t *s, study_result_t **rs, const study_assumptions_t *as, size_t first, size_t n)
+/* The validation group covering each point first (cli/study_trust.h), then the assumed parameters
+ * that move its one-step plan (cli/study_assume.h). */
+static int emit(const run_args_t *a, study_t *s, study_result_t **rs, const study_assumptions_t *as, const study_trust_t *vs,
+                size_t first, size_t n)
 {
     err_t e;
     if (a->json) {
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < n; i++) {
             json_t *pt = report_json(s, first + i, rs[i]);
+            json_object_set_new(pt, "validation", study_trust_json(&vs[i]));
             json_object_set_new(pt, "assumptions", study_assumptions_json(&as[i]));
             json_array_append_new(arr, pt);
         }
@@ -97,6 +101,7 @@ static int emit(const run_args_t *a, study_t *s, study_result_t **rs, const stud
         puts(txt);
         free(txt);
     } else {
+        study_trust_print(stdout, s, vs, first, n);
         for (size_t i = 0; i < n; i++) {
             if (as[i].n) printf("point %zu (%s): ", first + i, study_point_label(s, first + i));
             study_assumptions_print(stdout, &as[i]);
@@ -158,7 +163,12 @@ static int run_main(int argc, char **argv)
     }
     study_result_t **rs = rc ? NULL : calloc(n, sizeof *rs);
     study_assumptions_t *as = rc ? NULL : calloc(n, sizeof *as);
-    if (!rc && (!rs || !as)) rc = cmd_fail("run", "out of memory");
+    study_trust_t *vs = rc ? NULL : calloc(n, sizeof *vs);
+    trust_t *trust = NULL;
+    if (!rc && (!rs || !as || !vs)) rc = cmd_fail("run", "out of memory");
+    if (!rc && study_trust_load(s, &trust, &e)) rc = cmd_fail("run", "%s", e.msg);
+    for (size_t i = 0; !rc && i < n; i++)
+        if (study_trust_of(s, trust, first + i, 0, &vs[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
     for (size_t i = 0; !rc && i < n; i++)
         if (study_assumptions_run(s, first + i, &as[i], &e)) rc = cmd_fail("run", "point %zu (%s): %s", first + i, study_point_label(s, first + i), e.msg);
     study_opts_t opts = {.replications = a.replications, .progress = isatty(2) && par_rank() == 0,
@@ -188,11 +198,14 @@ static int run_main(int argc, char **argv)
     if (failed) rc = failed;
     for (size_t i = 0; outs && i < n; i++) free(outs[i].buf);
     free(outs);
-    if (!rc && !par_rank()) rc = emit(&a, s, rs, as, first, n); /* rank 0 writes everything */
+    if (!rc && !par_rank()) rc = emit(&a, s, rs, as, vs, first, n); /* rank 0 writes everything */
     for (size_t i = 0; rs && i < n; i++) study_result_free(rs[i]);
     for (size_t i = 0; as && i < n; i++) study_assumptions_free(&as[i]);
+    for (size_t i = 0; vs && i < n; i++) study_trust_free(&vs[i]);
+    trust_free(trust);
     free(rs);
     free(as);
+    free(vs);
     study_free(s);
     free(a.sets);
     return rc;

@@ -188,6 +188,12 @@ int tracegen_new(const cfg_node_t *cfg, const uint64_t *seed, tracegen_t **out, 
 const trace_header_t *tracegen_header(const tracegen_t *g) { return &g->hdr; }
 uint64_t tracegen_sessions_max(const tracegen_t *g) { return (uint64_t)g->p.sessions; }
 
+void tracegen_contexts(const tracegen_t *g, uint64_t *initial_median, uint64_t *max)
+{
+    *initial_median = (uint64_t)g->p.initial_context_median;
+    *max = (uint64_t)g->p.max_context_tokens;
+}
+
 void tracegen_free(tracegen_t *g)
 {
     if (!g) return;

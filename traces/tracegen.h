@@ -43,6 +43,9 @@ const trace_header_t *tracegen_header(const tracegen_t *g);
 /* The most sessions g draws (its `sessions` parameter; 0: unbounded). */
 uint64_t tracegen_sessions_max(const tracegen_t *g);
 
+/* The median of the sessions' initial contexts and the context they grow to at most, in tokens. */
+void tracegen_contexts(const tracegen_t *g, uint64_t *initial_median, uint64_t *max);
+
 /* Draws the next session into *s (initialised by the caller; content replaced, buffer reused).
  * Returns 1, 0 when `sessions` sessions were drawn (never when sessions is 0: unbounded), or an
  * ERR_* code. */

@@ -38,8 +38,8 @@ done
 set +e; $odsim capacity scenarios/default.yaml --box h200-1 > /dev/null 2> "$tmp/e"; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q "quick form" "$tmp/e" || { echo "capacity: quick-form flag beside a scenario accepted"; exit 1; }
 echo "capacity: the quick form answers as its template does; bad quick-form arguments refused"
-# An answer on another platform names the assumed parameters that move it, first (as odsim run and
-# plan do): on the B200 box the H200-fitted SM index fetch efficiency is one; on its own H200, none.
+# An answer on another platform says it is outside every validated regime (tests/e2e/trust.sh), then
+# names the assumed parameters that move it, before the table (as odsim run and plan do): on the B200 box the H200-fitted SM index fetch efficiency is one; on its own H200, none.
 $odsim capacity --box hgx-b200-8 --model qwen3-8b --method fathom --context 128Ki --set run.duration_s=2s \
   --set run.replications=1 --max 4 --json > "$tmp/b200.json"
 $odsim capacity --box hgx-b200-8 --model qwen3-8b --method fathom --context 128Ki --set run.duration_s=2s \
@@ -53,5 +53,7 @@ names = [a["name"] for a in b[0]["assumptions"]]
 assert "prefix_gather_eff" in names and all(a["origin"].startswith("assumed") for a in b[0]["assumptions"]), names
 assert h[0]["assumptions"] == [], h[0]["assumptions"]
 PY
-head -1 "$tmp/b200.txt" | grep -q "^point 0 (base): ASSUMED: " || { echo "capacity: assumptions not first"; head -3 "$tmp/b200.txt"; exit 1; }
-echo "capacity: assumed parameters named first on another platform, none on its own"
+head -1 "$tmp/b200.txt" | grep -q "^validation, point 0 (base): outside every validated regime: box hgx-b200-8 " ||
+  { echo "capacity: the validation group (here: none) not first"; head -3 "$tmp/b200.txt"; exit 1; }
+sed -n '/^odsim /q;p' "$tmp/b200.txt" | grep -q "^point 0 (base): ASSUMED: " || { echo "capacity: assumptions not in the first lines"; head -3 "$tmp/b200.txt"; exit 1; }
+echo "capacity: the validated regime, then the assumed parameters named first on another platform, none on its own"

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "${ODSIM_ROOT:-.}"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-./build/rel/odsim run scenarios/default.yaml --set calibration=tests/data/golden_calib.yaml | tail -n +2 > "$tmp"
+./build/rel/odsim run scenarios/default.yaml --set calibration=tests/data/golden_calib.yaml | sed '/^odsim [0-9][0-9.]* (/d' > "$tmp"
 if ! diff -u tests/golden/default.txt "$tmp" > "$tmp.diff"; then
   head -40 "$tmp.diff"; rm -f "$tmp.diff"
   echo "the default scenario's output changed: review it, then 'make golden'"
