@@ -275,6 +275,16 @@ int trust_match(const trust_t *t, const trust_regime_t *r, bool (*same_calib)(co
     for (size_t i = 0; !rc && !l.nomem && !strcmp(r->measures, "decode_step") && i < t->n; i++)
         if (!strcmp(t->g[i].measures, "prefill_chunk") && on_platform(&t->g[i], r))
             rc = add_nearest(out, &t->g[i], "prefill chunks (part of TTFT)");
+    /* sessions sharing a GPU: the sharing rules' test on independent code, covered or not (kbench's
+     * own concurrency shapes are the ones the rules were fitted on) */
+    for (size_t i = 0; !rc && !l.nomem && !isnan(r->sessions) && r->sessions > 1 && i < t->n; i++) {
+        const trust_group_t *g = &t->g[i];
+        if (strcmp(g->measures, "random_code") || !has_mode(g, r->mode)) continue;
+        char buf[128];
+        snprintf(buf, sizeof buf, "%g sessions sharing a GPU, independent code%s%s", r->sessions,
+                 on_platform(g, r) ? "" : ", on ", on_platform(g, r) ? "" : g->box);
+        rc = add_nearest(out, g, buf);
+    }
     if (rc || l.nomem) {
         trust_answer_free(out);
         return err_set(e, ERR_NOMEM, "out of memory");
