@@ -279,10 +279,9 @@ int trust_match(const trust_t *t, const trust_regime_t *r, bool (*same_calib)(co
      * own concurrency shapes are the ones the rules were fitted on) */
     for (size_t i = 0; !rc && !l.nomem && !isnan(r->sessions) && r->sessions > 1 && i < t->n; i++) {
         const trust_group_t *g = &t->g[i];
-        if (strcmp(g->measures, "random_code") || !has_mode(g, r->mode)) continue;
+        if (strcmp(g->measures, "random_code") || !has_mode(g, r->mode) || !on_platform(g, r)) continue;
         char buf[128];
-        snprintf(buf, sizeof buf, "%g sessions sharing a GPU, independent code%s%s", r->sessions,
-                 on_platform(g, r) ? "" : ", on ", on_platform(g, r) ? "" : g->box);
+        snprintf(buf, sizeof buf, "%g sessions sharing a GPU, independent code", r->sessions);
         rc = add_nearest(out, g, buf);
     }
     if (rc || l.nomem) {
