@@ -79,11 +79,14 @@ void plan_env_release(plan_env_t *env, bool hbm, double bytes)
     sim_pool_release(env->x->sim, p, bytes);
 }
 
+static void retire_pending(exec_t *x);
+
 static void kick_ev(sim_t *sim, void *arg)
 {
     (void)sim;
     gpu_t *g = arg;
     g->kick_pending = false;
+    retire_pending(g->x);
     if (g->x->pol->gpu_kick) g->x->pol->gpu_kick(g->x, g);
 }
 
@@ -118,6 +121,77 @@ static void stats_hists_free(exec_stats_t *st)
     hist_free(st->session_tps);
 }
 
+/* ---- retiring finished sessions -------------------------------------------------------------- */
+
+/* s's tokens/s over the measured window, the sample stats_rebuild takes; false when it has none. */
+static bool sess_window_tps(const sess_t *s, double *tps)
+{
+    uint64_t n = s->decoded - s->window_decoded;
+    sim_ps_t t = s->t_decode_ps - s->window_decode_ps;
+    if (!n || t <= 0) return false;
+    *tps = (double)n / ps_to_s(t);
+    return true;
+}
+
+static void sess_free(sess_t *s);
+
+/* Frees s with its own context (the per-GPU ones are the executor's). */
+static void sess_destroy(exec_t *x, sess_t *s)
+{
+    if (!shared_ctx(x, s->ctx)) free(s->ctx);
+    sess_free(s);
+}
+
+void exec_sess_retire_later(sess_t *s)
+{
+    exec_t *x = s->x;
+    /* out of memory: it stays among the sessions, counted as a finished one is until retired */
+    (void)exec_push_ptr((void ***)&x->retiring, &x->n_retiring, &x->cap_retiring, s);
+}
+
+/* Drops the NULL slots of retired sessions, keeping the others' order (sums over the sessions go in
+ * the order they were added), and gives back most of the room when few are left. */
+static void sessions_compact(exec_t *x)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < x->n_sessions; i++) {
+        if (!x->sessions[i]) continue;
+        x->sessions[k] = x->sessions[i];
+        x->sessions[k]->slot = k;
+        k++;
+    }
+    x->n_sessions = k;
+    x->n_retired_slots = 0;
+    if (x->cap_sessions > 4 * (k + 8)) {
+        sess_t **na = realloc(x->sessions, 2 * (k + 8) * sizeof *na);
+        if (na) {
+            x->sessions = na;
+            x->cap_sessions = 2 * (k + 8);
+        }
+    }
+}
+
+/* Folds each finished session into what the statistics still read of it (its tokens/s sample, its
+ * launch time; launch_threads counts sessions_added) and frees it: the executor holds the sessions
+ * alive, not every session it ran. */
+static void retire_pending(exec_t *x)
+{
+    for (size_t i = 0; i < x->n_retiring; i++) {
+        sess_t *s = x->retiring[i];
+        double tps;
+        if (sess_window_tps(s, &tps) &&
+            (hist_add(x->retired_tps[0], tps) || (x->groups && hist_add(x->retired_tps[1 + s->group], tps))))
+            exec_fail(x, ERR_NOMEM, "exec: out of memory");
+        if (x->pol->own_ctx) x->retired_busy_ps += s->ctx->busy_ps;
+        if (s->thread) x->retired_busy_ps += s->thread->busy_ps;
+        x->sessions[s->slot] = NULL;
+        x->n_retired_slots++;
+        sess_destroy(x, s);
+    }
+    x->n_retiring = 0;
+    if (2 * x->n_retired_slots > x->n_sessions) sessions_compact(x);
+}
+
 int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
 {
     *out = NULL;
@@ -150,6 +224,9 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
     bool hists = stats_hists_new(&x->stats);
     if (cfg->n_groups && (x->groups = calloc(cfg->n_groups, sizeof *x->groups)))
         for (uint32_t g = 0; g < cfg->n_groups; g++) hists = stats_hists_new(&x->groups[g]) && hists;
+    if ((x->retired_tps = calloc(1 + (size_t)cfg->n_groups, sizeof *x->retired_tps)))
+        for (uint32_t g = 0; g <= cfg->n_groups; g++) hists = (x->retired_tps[g] = hist_new()) && hists;
+    else hists = false;
     if (cfg->hbm_pool && (x->hbm_pool = malloc((size_t)cfg->n_gpus * sizeof *x->hbm_pool)))
         memcpy(x->hbm_pool, cfg->hbm_pool, (size_t)cfg->n_gpus * sizeof *x->hbm_pool);
     x->cfg.hbm_pool = x->hbm_pool;
@@ -162,6 +239,7 @@ int exec_new(sim_t *sim, const exec_config_t *cfg, exec_t **out, err_t *e)
         x->gpus[g].index = g;
         x->gpus[g].x = x;
         x->gpu_ctx[g].x = x;
+        x->gpu_ctx[g].serial = ++x->ctx_serial;
     }
     *out = x;
     return ERR_OK;
@@ -183,11 +261,12 @@ void exec_free(exec_t *x)
 {
     if (!x) return;
     while (x->runs) exec_run_free(x->runs);
-    for (size_t i = 0; i < x->n_sessions; i++) {
-        if (!shared_ctx(x, x->sessions[i]->ctx)) free(x->sessions[i]->ctx);
-        sess_free(x->sessions[i]);
-    }
+    for (size_t i = 0; i < x->n_sessions; i++)
+        if (x->sessions[i]) sess_destroy(x, x->sessions[i]);
     free(x->sessions);
+    free(x->retiring);
+    for (uint32_t g = 0; x->retired_tps && g <= x->cfg.n_groups; g++) hist_free(x->retired_tps[g]);
+    free(x->retired_tps);
     for (int g = 0; x->gpus && g < x->cfg.n_gpus; g++) {
         free(x->gpus[g].waits.ops);
         free(x->gpus[g].turn_waits.ops);
@@ -236,13 +315,21 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
     if (!rc && !s) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     if (!rc && !(s->turns = malloc(spec->n_turns * sizeof *s->turns))) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     ctx_t *c = rc ? NULL : x->pol->own_ctx ? calloc(1, sizeof *c) : &x->gpu_ctx[spec->gpu];
-    if (c) c->x = x;
+    if (c && !shared_ctx(x, c)) {
+        c->x = x;
+        c->serial = ++x->ctx_serial;
+    }
     if (!rc && !c) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
     bool own_thread = x->cfg.launch_per_session && !x->pol->own_ctx;
     ctx_t *th = !rc && own_thread ? calloc(1, sizeof *th) : NULL;
-    if (th) th->x = x;
+    if (th) {
+        th->x = x;
+        th->serial = ++x->ctx_serial;
+    }
     if (!rc && own_thread && !th) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    if (s) s->slot = x->n_sessions;
     if (!rc && exec_push_ptr((void ***)&x->sessions, &x->n_sessions, &x->cap_sessions, s)) rc = err_set(e, ERR_NOMEM, "exec: out of memory");
+    if (!rc) x->sessions_added++;
     if (rc) {
         if (spec->provider.ops && spec->provider.ops->destroy) {
             plan_env_t env = {x, NULL};
@@ -277,17 +364,20 @@ int exec_add_session(exec_t *x, const exec_session_spec_t *spec, err_t *e)
 }
 
 /* Rebuilds st's per-session parts from the sessions of group g (all when all): sessions still
- * running count with what they decoded so far. */
+ * running count with what they decoded so far, retired ones with their samples kept at retirement. */
 static void stats_rebuild(const exec_t *x, exec_stats_t *st, bool all, uint32_t g)
 {
     hist_t *tps = hist_new(), *waiting = hist_new();
+    if (tps && hist_merge(tps, x->retired_tps[all ? 0 : 1 + g])) {
+        hist_free(tps);
+        tps = NULL;
+    }
     st->sessions_waiting = st->open_slo_ok = st->open_slo_missed = 0;
     for (size_t i = 0; i < x->n_sessions; i++) {
         const sess_t *s = x->sessions[i];
-        if (!all && s->group != g) continue;
-        uint64_t n = s->decoded - s->window_decoded;
-        sim_ps_t t = s->t_decode_ps - s->window_decode_ps;
-        if (tps && n && t > 0) hist_add(tps, (double)n / ps_to_s(t));
+        if (!s || (!all && s->group != g)) continue;
+        double v;
+        if (tps && sess_window_tps(s, &v)) hist_add(tps, v);
         if (waiting && !s->admitted && s->state == S_WAIT_MEM) hist_add(waiting, ps_to_s(sim_now(x->sim) - s->t_arrive));
         st->sessions_waiting += s->state == S_WAIT_MEM;
         int open = s->state == S_ARRIVING ? -1 : exec_open_turn_slo(s, sim_now(x->sim));
@@ -316,14 +406,15 @@ const exec_stats_t *exec_stats(const exec_t *x)
     exec_stats_t *st = (exec_stats_t *)&x->stats;
     stats_rebuild(x, st, true, 0);
     bool own = x->pol->own_ctx, own_thread = own || (x->cfg.launch_per_session && !x->pol->batching);
-    st->launch_busy_ps = 0;
-    for (int g = 0; !own && g < x->cfg.n_gpus; g++) st->launch_busy_ps += (double)x->gpu_ctx[g].busy_ps;
-    st->launch_threads = own_thread ? (uint32_t)x->n_sessions : (uint32_t)x->cfg.n_gpus;
+    sim_ps_t busy_ps = x->retired_busy_ps; /* summed exactly, whatever order sessions retire in */
+    for (int g = 0; !own && g < x->cfg.n_gpus; g++) busy_ps += x->gpu_ctx[g].busy_ps;
+    st->launch_threads = own_thread ? (uint32_t)x->sessions_added : (uint32_t)x->cfg.n_gpus;
     for (size_t i = 0; i < x->n_sessions; i++) {
         const sess_t *s = x->sessions[i];
-        if (own) st->launch_busy_ps += (double)s->ctx->busy_ps;
-        if (s->thread) st->launch_busy_ps += (double)s->thread->busy_ps;
+        if (s && own) busy_ps += s->ctx->busy_ps;
+        if (s && s->thread) busy_ps += s->thread->busy_ps;
     }
+    st->launch_busy_ps = (double)busy_ps;
     return st;
 }
 
@@ -339,8 +430,10 @@ void exec_stats_window_start(exec_t *x)
 {
     stats_window_start(&x->stats);
     for (uint32_t g = 0; x->groups && g < x->cfg.n_groups; g++) stats_window_start(&x->groups[g]);
+    for (uint32_t g = 0; g <= x->cfg.n_groups; g++) hist_reset(x->retired_tps[g]); /* their n is 0 from here */
     for (size_t i = 0; i < x->n_sessions; i++) {
         sess_t *s = x->sessions[i];
+        if (!s) continue;
         s->window_decoded = s->decoded;
         s->window_decode_ps = s->t_decode_ps;
     }
@@ -355,7 +448,7 @@ void exec_turn_times(const exec_t *x, uint64_t *done, double *done_s, uint64_t *
     *elapsed_s = 0;
     for (size_t i = 0; i < x->n_sessions; i++) {
         const sess_t *s = x->sessions[i];
-        if (s->state == S_ARRIVING || s->state == S_DONE || s->turn >= s->n_turns) continue;
+        if (!s || s->state == S_ARRIVING || s->state == S_DONE || s->turn >= s->n_turns) continue;
         /* between turns a session has nothing left of the last one (a pause between steps has) */
         if (s->admitted && s->state == S_THINKING && !s->prefill_left && !s->decode_left) continue;
         (*n)++;

@@ -99,6 +99,7 @@ void exec_sess_finish(sess_t *s, bool evicted)
         else st[i]->sessions_done++;
     }
     kick_all(x, s->gpu);
+    exec_sess_retire_later(s);
     exec_kick_later(x, s->gpu);
 }
 

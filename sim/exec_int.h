@@ -56,6 +56,7 @@ struct run {
 /* A CUDA context: its launch thread (a serial FIFO server) and its hardware work queues. */
 struct ctx {
     exec_t *x;
+    uint64_t serial;         /* 1, 2, ... in creation order: names it after it is freed with its session */
     struct xop *hwq_tail[EXEC_MAX_HW_QUEUES]; /* last op launched on each queue, until it starts */
     uint32_t streams_made;   /* streams given a queue so far (round robin) */
     sim_ps_t busy_ps;        /* total launch time */
@@ -77,7 +78,8 @@ struct gpu {
     uint32_t owner_running;
     sim_ps_t slice_start;    /* processes: when the owner got the GPU */
     sim_ps_t slice_ps;       /* processes: the owner's slice, timeslice_ps less its debt */
-    ctx_t *last_owner;       /* processes: the context the GPU holds the state of */
+    uint64_t last_owner;     /* processes: serial of the context the GPU holds the state of (0: none;
+                              * a serial, as that context may have been retired with its session) */
     bool switching;          /* processes: passing to the next waiting context */
     gpu_wait_t waits;
     uint32_t kind_running[3];/* gathers_exclusive: ops running by excl_kind */
@@ -130,6 +132,7 @@ struct sess {
     double hbm_held, host_held;
     int8_t *queue_of;        /* hardware queue by plan stream (-1: none yet); NULL until first needed */
     uint32_t group;          /* exec_session_spec_t.group */
+    size_t slot;             /* its index in exec_t.sessions */
 };
 
 struct exec {
@@ -138,8 +141,16 @@ struct exec {
     const exec_policy_t *pol; /* cfg.mode's */
     gpu_t *gpus;
     ctx_t *gpu_ctx;          /* streams and batching: one process (host thread) per GPU */
-    sess_t **sessions;
-    size_t n_sessions, cap_sessions;
+    sess_t **sessions;       /* in the order added; NULL: retired (compacted once half are) */
+    size_t n_sessions, cap_sessions, n_retired_slots;
+    uint64_t sessions_added; /* ever added (launch threads with one per session) */
+    uint64_t ctx_serial;     /* the last ctx_t.serial given */
+    /* Finished sessions are retired (folded into the figures below, then freed) by the next kick_ev,
+     * an event of their instant, so no caller still holds them. */
+    sess_t **retiring;
+    size_t n_retiring, cap_retiring;
+    hist_t **retired_tps;    /* retired sessions' tokens/s samples in the window: [0] all, [1 + g] group g */
+    sim_ps_t retired_busy_ps;/* retired sessions' own contexts' and threads' launch time */
     exec_stats_t stats;
     exec_stats_t *groups;    /* cfg.n_groups groups' own statistics (NULL: none) */
     uint64_t plans_started;
@@ -198,6 +209,8 @@ int exec_push_ptr(void ***arr, size_t *n, size_t *cap, void *p);
  * called), so sessions that become ready at the same time (arrivals, the end of an iteration) are
  * seen together. */
 void exec_kick_later(exec_t *x, gpu_t *g);
+/* Queues s, finished, to be retired by the next kick_ev (exec_sess_finish schedules one). */
+void exec_sess_retire_later(sess_t *s);
 
 /* sim/exec_run.c: a run of the members' current plans on ctx; its completion. */
 int exec_run_start(exec_t *x, gpu_t *g, ctx_t *c, sess_t **members, uint32_t n, err_t *e);

@@ -25,7 +25,8 @@ static void gpu_wait(exec_t *x, gpu_t *g, xop_t *o)
 static void gpu_grant(exec_t *x, gpu_t *g, ctx_t *c)
 {
     sim_ps_t now = sim_now(x->sim);
-    g->owner = g->last_owner = c;
+    g->owner = c;
+    g->last_owner = c->serial;
     g->slice_start = now;
     g->slice_ps = x->cfg.timeslice_ps - (c->slice_debt_ps < x->cfg.timeslice_ps ? c->slice_debt_ps : x->cfg.timeslice_ps);
     c->slice_debt_ps = 0;
@@ -67,7 +68,7 @@ static void gpu_pass(exec_t *x, gpu_t *g, ctx_t *c, xop_t *o, bool preempted)
 {
     if (o) gpu_wait(x, g, o);
     sim_ps_t cost = preempted ? x->cfg.ctx_switch_ps : x->cfg.ctx_switch_idle_ps;
-    if (c == g->last_owner || !g->last_owner || cost == 0) {
+    if (c->serial == g->last_owner || !g->last_owner || cost == 0) {
         gpu_grant(x, g, c);
         return;
     }
