@@ -51,6 +51,12 @@ for w, lo, hi in (('op-chain-256', 0.9, 1.1), ('op-gather-16k', 0.9, 1.1), ('op-
         bad.append(f'{w}: measured / predicted {r:.2f}, outside [{lo}, {hi}]')
     if w.startswith('op-batch') and 'cebatch_piece_us' not in out.stdout + out.stderr:
         bad.append(f'{w}: the batched copy\'s per-piece cost is not named as assumed on box h100-1')
+# the repeat run (validation/data/h100-replay-repeat/) measured every sharing workload within 6.5%
+rep = [l.split(',') for l in open('validation/data/h100-replay-repeat/replay_sharing.csv') if not l.startswith('#')][1:]
+for r in rep:
+    w = r[c['variant']]
+    if r[c['concurrent_id']] == '' and abs(float(r[c['t_med_us']]) / p50[w] - 1) > 0.065:
+        bad.append(f'{w}: the repeat run differs by more than 6.5% from the primary')
 for b in bad: print('FAIL:', b)
 sys.exit(1 if bad else 0)
 PY
